@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/codelotse/codelotse/apps/internal/config"
+	"github.com/codelotse/codelotse/pkg/authn"
+	"github.com/codelotse/codelotse/pkg/httpserver"
+	"github.com/codelotse/codelotse/pkg/mcpserver"
+	"github.com/codelotse/codelotse/pkg/secretscan"
+	"github.com/codelotse/codelotse/pkg/shape"
+)
+
+// run starts the API and blocks until ctx ends. It prints the address it
+// listens on to stdout, so that tests can start it on port 0.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("api takes no arguments; configure it with environment variables (see README)")
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+
+	db, err := cfg.OpenRuntime(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	bearer := &authn.Bearer{DB: db, Logger: logger}
+	defer bearer.Wait()
+	srv, err := httpserver.New(httpserver.Config{
+		PublicURL:      cfg.PublicURL,
+		AllowedOrigins: cfg.AllowedOrigins,
+		DB:             db,
+		Bearer:         bearer,
+		MCP: &mcpserver.Deps{
+			DB:          db,
+			Shaper:      shape.New(secretscan.New()),
+			Logger:      logger,
+			SchemaCache: mcpserver.NewSchemaCache(),
+		},
+		Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	fmt.Fprintf(stdout, "api listening on http://%s (PUBLIC_URL %s)\n", ln.Addr(), cfg.PublicURL)
+	logger.Info("api started", "addr", ln.Addr().String(), "public_url", cfg.PublicURL)
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("api stopped")
+	return nil
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+)
+
+// Demo data seeded by `make run` (cltctl demo).
+const (
+	demoSlug      = "demo"
+	demoAdmin     = "admin@demo.codelotse.test"
+	demoMember    = "member@demo.codelotse.test"
+	demoRepo      = "codelotse/codelotse"
+	demoTokenName = "make run demo"
+)
+
+var demoRules = []struct {
+	repo bool
+	rule codelotse.Rule
+}{
+	{false, codelotse.Rule{Key: "security/no-secrets", Title: "No secrets in code or reviews", Severity: codelotse.SeverityCritical,
+		Instructions: "Credentials, tokens and keys never appear in source, tests, fixtures or review comments. Load them from the environment or a secret store."}},
+	{false, codelotse.Rule{Key: "errors/wrap-with-context", Title: "Errors carry context", Severity: codelotse.SeverityMedium, PathGlobs: []string{"**/*.go"},
+		Instructions: "Return errors with the operation that failed; never discard an error silently."}},
+	{true, codelotse.Rule{Key: "tenancy/explicit-tenant", Title: "Tenant data is read in a tenant transaction", Severity: codelotse.SeverityHigh, PathGlobs: []string{"pkg/postgres/**"},
+		Instructions: "Every query on a tenant table runs inside postgres.InTenant or ReadTenant and filters by tenant_id explicitly; row-level security is the backstop, not the only guard."}},
+	{true, codelotse.Rule{Key: "mcp/read-only", Title: "MCP tools never write", Severity: codelotse.SeverityHigh, PathGlobs: []string{"pkg/mcpserver/**"},
+		Instructions: "A tool reads through row-level security and returns a shaped result; it never writes, calls another service or forwards the token."}},
+}
+
+// cmdDemo: cltctl demo [--public-url URL]
+//
+// Seeds (idempotently) the demo tenant with MCP on, an admin and a member,
+// this project's repository and its rules; refreshes the memberships;
+// revokes the previous demo token and prints a fresh one with a ready
+// `claude mcp add` line.
+func cmdDemo(e *env, args []string) error {
+	fs := e.flags("demo")
+	public := fs.String("public-url", e.cfg.PublicURL, "the API's PUBLIC_URL")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	db, err := e.admin()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	tid, err := db.TenantIDBySlug(e.ctx, demoSlug)
+	if codelotse.ErrorCode(err) == codelotse.NotFound {
+		t, cerr := db.CreateTenant(e.ctx, postgres.NewTenant{Slug: demoSlug, Name: "CodeLotse demo", MCPEnabled: true}, operator.Label)
+		if cerr != nil {
+			return cerr
+		}
+		tid, err = t.ID, nil
+	}
+	if err != nil {
+		return err
+	}
+	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+		if _, err := postgres.SetMCPEnabled(e.ctx, tx, tid, true, operator); err != nil {
+			return err
+		}
+		if _, err := postgres.UpsertLocalUser(e.ctx, tx, tid, demoAdmin, "Demo Admin", codelotse.RoleAdmin, e.now); err != nil {
+			return err
+		}
+		member, err := postgres.UpsertLocalUser(e.ctx, tx, tid, demoMember, "Demo Member", codelotse.RoleMember, e.now)
+		if err != nil {
+			return err
+		}
+		repo, err := postgres.AddRepository(e.ctx, tx, tid, postgres.NewRepository{FullName: demoRepo, DefaultBranch: "main"})
+		if err != nil {
+			return err
+		}
+		if err := postgres.GrantRepository(e.ctx, tx, tid, member.ID, repo.ID); err != nil {
+			return err
+		}
+		for _, r := range demoRules {
+			var rid *int64
+			if r.repo {
+				rid = &repo.ID
+			}
+			if _, err := postgres.UpsertRule(e.ctx, tx, tid, rid, r.rule); err != nil {
+				return err
+			}
+		}
+		// Revoke the previous demo tokens so re-running never hits the
+		// ten-token limit.
+		list, err := postgres.ListTokens(e.ctx, tx, tid, member.ID)
+		if err != nil {
+			return err
+		}
+		for _, t := range list {
+			if t.Name == demoTokenName && t.State(e.now) == "active" {
+				if err := postgres.RevokeToken(e.ctx, tx, tid, t.ID, member.ID, operator); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	secret, err := createToken(e, db, tid, demoMember, demoTokenName, 7)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, `
+Demo tenant %q is ready (MCP on). Demo member %s can view %s.
+Its memberships were refreshed now and stay valid for %s.
+
+Demo token (shown once, valid 7 days):
+  %s
+
+Connect Claude Code:
+  claude mcp add --transport http codelotse %s/mcp --header "Authorization: Bearer %s"
+
+Open %s/ in a browser for the connection guide.
+`, demoSlug, demoMember, demoRepo, codelotse.GrantMaxAge.Round(time.Hour), secret, *public, secret, *public)
+	return nil
+}

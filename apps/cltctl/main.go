@@ -1,0 +1,170 @@
+// Command cltctl is the operator CLI of CodeLotse: migrations, tenants,
+// users, tokens, repositories and rules. Every command reads DATABASE_URL
+// (the administrative connection), prints a clear error and exits non-zero
+// on bad input. One file per subcommand.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/codelotse/codelotse/apps/internal/config"
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cltctl:", codelotse.ErrorMessage(err))
+		if codelotse.ErrorCode(err) == codelotse.Internal || codelotse.ErrorCode(err) == codelotse.Unavailable {
+			if cause := errors.Unwrap(err); cause != nil {
+				fmt.Fprintln(os.Stderr, "cltctl: cause:", cause)
+			} else if _, ok := err.(*codelotse.Error); !ok {
+				fmt.Fprintln(os.Stderr, "cltctl: cause:", err)
+			}
+		}
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// env is what every command gets.
+type env struct {
+	ctx    context.Context
+	getenv func(string) string
+	stdout io.Writer
+	stderr io.Writer
+	now    time.Time
+	cfg    config.Config
+}
+
+type command struct {
+	summary string
+	run     func(e *env, args []string) error
+}
+
+// commands maps "group verb" (or a single word) to its command.
+var commands = map[string]command{
+	"migrate":        {"apply migrations, roles and policies", cmdMigrate},
+	"tenant create":  {"create a tenant", cmdTenantCreate},
+	"tenant set-mcp": {"switch MCP on or off for a tenant", cmdTenantSetMCP},
+	"user add":       {"add a user (or refresh their membership)", cmdUserAdd},
+	"user delete":    {"delete a user; their tokens stop working", cmdUserDelete},
+	"token create":   {"create a personal access token; prints only the token", cmdTokenCreate},
+	"token revoke":   {"revoke a token by id", cmdTokenRevoke},
+	"token list":     {"list the tokens of a tenant", cmdTokenList},
+	"repo add":       {"register a repository", cmdRepoAdd},
+	"repo grant":     {"let a user view a repository", cmdRepoGrant},
+	"rule add":       {"add or replace a review rule", cmdRuleAdd},
+	"demo":           {"seed the demo tenant and print a fresh demo token (make run)", cmdDemo},
+}
+
+// usageError marks errors in how cltctl was called (exit status 2).
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage: cltctl COMMAND [flags]\n\ncommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-16s %s\n", n, commands[n].summary)
+	}
+	b.WriteString("\nRun cltctl COMMAND -h for its flags. Every command reads DATABASE_URL.\n")
+	return b.String()
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage())
+		if len(args) == 0 {
+			return usageError{"no command given"}
+		}
+		return nil
+	}
+	name, rest := args[0], args[1:]
+	if _, ok := commands[name]; !ok && len(args) > 1 {
+		name, rest = args[0]+" "+args[1], args[2:]
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprint(stderr, usage())
+		return usageError{fmt.Sprintf("unknown command %q", strings.Join(args[:min(2, len(args))], " "))}
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return codelotse.Wrap(codelotse.Invalid, err, err.Error())
+	}
+	return cmd.run(&env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr, now: time.Now(), cfg: cfg}, rest)
+}
+
+// flags returns a flag set that reports errors instead of exiting.
+func (e *env) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("cltctl "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs
+}
+
+// parse parses args and refuses positional arguments beyond want.
+func parse(fs *flag.FlagSet, args []string, want int) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return usageError{"help requested"}
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() != want {
+		return usageError{fmt.Sprintf("%s: expected %d positional arguments, got %d", fs.Name(), want, fs.NArg())}
+	}
+	return nil
+}
+
+// need refuses missing required flags by name.
+func need(pairs ...string) error {
+	var missing []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if strings.TrimSpace(pairs[i+1]) == "" {
+			missing = append(missing, "--"+pairs[i])
+		}
+	}
+	if len(missing) > 0 {
+		return usageError{"missing required flag " + strings.Join(missing, ", ")}
+	}
+	return nil
+}
+
+// admin opens the administrative connection.
+func (e *env) admin() (*postgres.DB, error) {
+	return postgres.OpenURL(e.ctx, e.cfg.DatabaseURL)
+}
+
+// tenant resolves a slug.
+func (e *env) tenant(db *postgres.DB, slug string) (string, error) {
+	id, err := db.TenantIDBySlug(e.ctx, slug)
+	if err != nil && codelotse.ErrorCode(err) == codelotse.Internal {
+		return "", codelotse.Wrap(codelotse.Unavailable, err, "cannot look up the tenant (has `cltctl migrate` run?)")
+	}
+	return id, err
+}
+
+var operator = postgres.Actor{Label: "cltctl"}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+)
+
+// cmdRepoAdd: cltctl repo add --tenant SLUG --full-name OWNER/NAME [--private] [--default-branch B] [--url URL]
+func cmdRepoAdd(e *env, args []string) error {
+	fs := e.flags("repo add")
+	slug := fs.String("tenant", "", "tenant slug")
+	full := fs.String("full-name", "", "OWNER/NAME")
+	private := fs.Bool("private", false, "the repository is private")
+	branch := fs.String("default-branch", "main", "default branch")
+	url := fs.String("url", "", "web URL (default https://github.com/OWNER/NAME)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := need("tenant", *slug, "full-name", *full); err != nil {
+		return err
+	}
+	db, err := e.admin()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tid, err := e.tenant(db, *slug)
+	if err != nil {
+		return err
+	}
+	var r codelotse.Repository
+	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+		r, err = postgres.AddRepository(e.ctx, tx, tid, postgres.NewRepository{FullName: *full, DefaultBranch: *branch, Private: *private, URL: *url})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "repository %s has id %d\n", r.FullName, r.ID)
+	return nil
+}
+
+// cmdRepoGrant: cltctl repo grant --tenant SLUG --email EMAIL --full-name OWNER/NAME
+func cmdRepoGrant(e *env, args []string) error {
+	fs := e.flags("repo grant")
+	slug := fs.String("tenant", "", "tenant slug")
+	email := fs.String("email", "", "user email")
+	full := fs.String("full-name", "", "OWNER/NAME")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := need("tenant", *slug, "email", *email, "full-name", *full); err != nil {
+		return err
+	}
+	db, err := e.admin()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tid, err := e.tenant(db, *slug)
+	if err != nil {
+		return err
+	}
+	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+		u, err := postgres.UserByEmail(e.ctx, tx, tid, *email)
+		if err != nil {
+			return err
+		}
+		r, err := postgres.RepositoryByName(e.ctx, tx, tid, *full)
+		if err != nil {
+			return err
+		}
+		return postgres.GrantRepository(e.ctx, tx, tid, u.ID, r.ID)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s can view %s\n", *email, *full)
+	return nil
+}

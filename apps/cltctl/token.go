@@ -1,0 +1,150 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/tokens"
+)
+
+// cmdTokenCreate: cltctl token create --tenant SLUG --email EMAIL --name NAME [--expires-days N]
+//
+// Only the token is printed on stdout, so that scripts can capture it.
+func cmdTokenCreate(e *env, args []string) error {
+	fs := e.flags("token create")
+	slug := fs.String("tenant", "", "tenant slug")
+	email := fs.String("email", "", "email of the user the token acts for")
+	name := fs.String("name", "", "token name (1-100 characters)")
+	days := fs.Int("expires-days", tokens.DefaultExpiryDays, "lifetime in days (1-90)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := need("tenant", *slug, "email", *email, "name", *name); err != nil {
+		return err
+	}
+	if *days < tokens.MinExpiryDays || *days > tokens.MaxExpiryDays {
+		return usageError{fmt.Sprintf("--expires-days must be %d to %d, not %d", tokens.MinExpiryDays, tokens.MaxExpiryDays, *days)}
+	}
+	db, err := e.admin()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tid, err := e.tenant(db, *slug)
+	if err != nil {
+		return err
+	}
+	secret, err := createToken(e, db, tid, *email, *name, *days)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, secret)
+	return nil
+}
+
+// createToken creates a token for the user with email and returns the secret.
+func createToken(e *env, db *postgres.DB, tid, email, name string, days int) (string, error) {
+	if _, err := tokens.CheckName(name); err != nil {
+		return "", err
+	}
+	exp, err := tokens.ExpiresAt(e.now, days)
+	if err != nil {
+		return "", err
+	}
+	secret := tokens.Generate()
+	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+		u, err := postgres.UserByEmail(e.ctx, tx, tid, email)
+		if err != nil {
+			return err
+		}
+		_, err = postgres.CreateToken(e.ctx, tx, tid, postgres.NewToken{UserID: u.ID, Name: name, Secret: secret, ExpiresAt: exp}, e.now, operator)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return secret, nil
+}
+
+// cmdTokenRevoke: cltctl token revoke --tenant SLUG --id ID
+func cmdTokenRevoke(e *env, args []string) error {
+	fs := e.flags("token revoke")
+	slug := fs.String("tenant", "", "tenant slug")
+	id := fs.String("id", "", "token id (from cltctl token list)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := need("tenant", *slug, "id", *id); err != nil {
+		return err
+	}
+	db, err := e.admin()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tid, err := e.tenant(db, *slug)
+	if err != nil {
+		return err
+	}
+	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+		return postgres.RevokeToken(e.ctx, tx, tid, *id, "", operator)
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "token %s revoked\n", *id)
+	return nil
+}
+
+// cmdTokenList: cltctl token list --tenant SLUG [--email EMAIL]
+func cmdTokenList(e *env, args []string) error {
+	fs := e.flags("token list")
+	slug := fs.String("tenant", "", "tenant slug")
+	email := fs.String("email", "", "only this user's tokens")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := need("tenant", *slug); err != nil {
+		return err
+	}
+	db, err := e.admin()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tid, err := e.tenant(db, *slug)
+	if err != nil {
+		return err
+	}
+	var list []codelotse.Token
+	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+		uid := ""
+		if *email != "" {
+			u, err := postgres.UserByEmail(e.ctx, tx, tid, *email)
+			if err != nil {
+				return err
+			}
+			uid = u.ID
+		}
+		list, err = postgres.ListTokens(e.ctx, tx, tid, uid)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUSER\tNAME\tTOKEN\tCREATED\tEXPIRES\tLAST USED\tSTATE")
+	for _, t := range list {
+		last := "never"
+		if t.LastUsedAt != nil {
+			last = t.LastUsedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.UserEmail, t.Name, t.Display(),
+			t.CreatedAt.UTC().Format(time.RFC3339), t.ExpiresAt.UTC().Format(time.RFC3339), last, t.State(e.now))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+)
+
+// cmdUserAdd: cltctl user add --tenant SLUG --email EMAIL [--role admin|member] [--name NAME]
+//
+// The user gets a tenant membership refreshed now, which grants access for
+// codelotse.GrantMaxAge like a GitHub sign-in; running it again refreshes it.
+func cmdUserAdd(e *env, args []string) error {
+	fs := e.flags("user add")
+	slug := fs.String("tenant", "", "tenant slug")
+	email := fs.String("email", "", "email address")
+	role := fs.String("role", "member", "admin or member (admins see every repository)")
+	name := fs.String("name", "", "display name")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := need("tenant", *slug, "email", *email); err != nil {
+		return err
+	}
+	r, err := roleFlag(*role)
+	if err != nil {
+		return err
+	}
+	db, err := e.admin()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tid, err := e.tenant(db, *slug)
+	if err != nil {
+		return err
+	}
+	var u codelotse.User
+	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+		u, err = postgres.UpsertLocalUser(e.ctx, tx, tid, *email, *name, r, e.now)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "user %s (%s) is %s of %s; membership refreshed\n", u.Email, u.ID, r, *slug)
+	return nil
+}
+
+// cmdUserDelete: cltctl user delete --tenant SLUG --email EMAIL
+func cmdUserDelete(e *env, args []string) error {
+	fs := e.flags("user delete")
+	slug := fs.String("tenant", "", "tenant slug")
+	email := fs.String("email", "", "email address")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := need("tenant", *slug, "email", *email); err != nil {
+		return err
+	}
+	db, err := e.admin()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tid, err := e.tenant(db, *slug)
+	if err != nil {
+		return err
+	}
+	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+		return postgres.DeleteUser(e.ctx, tx, tid, *email, operator)
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "user %s deleted from %s; their tokens no longer work\n", *email, *slug)
+	return nil
+}

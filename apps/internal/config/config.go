@@ -1,0 +1,120 @@
+// Package config reads the environment for the programs in apps/. It is
+// the only place that reads environment variables; libraries take structs.
+package config
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/codelotse/codelotse/pkg/postgres"
+)
+
+// DefaultDatabaseURL is used when DATABASE_URL is not set: the local
+// development cluster with trust authentication.
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/codelotse?sslmode=disable"
+
+// DefaultPublicURL is where the API serves in development.
+const DefaultPublicURL = "http://127.0.0.1:8080"
+
+// Config is the service configuration (README, "Configuration").
+type Config struct {
+	DatabaseURL    string
+	AppDatabaseURL string
+	AppPassword    string
+	Roles          postgres.Roles
+	PublicURL      string
+	ListenAddr     string
+	AllowedOrigins []string
+	LogLevel       slog.Level
+}
+
+// Load reads the configuration from getenv.
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL:    getenv("DATABASE_URL"),
+		AppDatabaseURL: getenv("APP_DATABASE_URL"),
+		AppPassword:    getenv("APP_DATABASE_PASSWORD"),
+		PublicURL:      strings.TrimRight(getenv("PUBLIC_URL"), "/"),
+		ListenAddr:     getenv("LISTEN_ADDR"),
+	}
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = DefaultDatabaseURL
+	}
+	roles, err := postgres.RolesFor(getenv("DB_ROLE_PREFIX"))
+	if err != nil {
+		return c, fmt.Errorf("DB_ROLE_PREFIX: %w", err)
+	}
+	c.Roles = roles
+	if c.PublicURL == "" {
+		c.PublicURL = DefaultPublicURL
+	}
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, fmt.Errorf("PUBLIC_URL %q must be an absolute http(s) URL", c.PublicURL)
+	}
+	if c.ListenAddr == "" {
+		c.ListenAddr = ":8080"
+		// In development (PUBLIC_URL on loopback) listen only on loopback.
+		if ip := net.ParseIP(u.Hostname()); (ip != nil && ip.IsLoopback()) || u.Hostname() == "localhost" {
+			port := u.Port()
+			if port == "" {
+				port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+			}
+			c.ListenAddr = net.JoinHostPort(u.Hostname(), port)
+		}
+	}
+	for _, o := range strings.Split(getenv("MCP_ALLOWED_ORIGINS"), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			c.AllowedOrigins = append(c.AllowedOrigins, o)
+		}
+	}
+	if lv := getenv("LOG_LEVEL"); lv != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(lv)); err != nil {
+			return c, fmt.Errorf("LOG_LEVEL %q: use debug, info, warn or error", lv)
+		}
+	}
+	return c, nil
+}
+
+// RuntimePoolConfig is the connection of the API and worker: APP_DATABASE_URL
+// when set, otherwise DATABASE_URL with the runtime role as user.
+func (c Config) RuntimePoolConfig() (*pgxpool.Config, error) {
+	if c.AppDatabaseURL != "" {
+		cfg, err := pgxpool.ParseConfig(c.AppDatabaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("APP_DATABASE_URL is not a valid PostgreSQL connection string")
+		}
+		return cfg, nil
+	}
+	return postgres.RuntimeConnString(c.DatabaseURL, c.Roles, c.AppPassword)
+}
+
+// OpenRuntime connects as the runtime role and refuses a role that could
+// bypass row-level security.
+func (c Config) OpenRuntime(ctx context.Context) (*postgres.DB, error) {
+	pc, err := c.RuntimePoolConfig()
+	if err != nil {
+		return nil, err
+	}
+	db, err := postgres.Open(ctx, pc)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.CheckRuntimeRole(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Logger returns a JSON logger on w at the configured level.
+func (c Config) Logger(w *os.File) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
+}

@@ -1,0 +1,152 @@
+// Package authn authenticates requests: personal access tokens on bearer
+// routes (this file) and, later, web sessions on cookie routes. A bearer
+// principal never comes from a cookie and a cookie principal never from a
+// token.
+//
+// authn never logs, stores or forwards a token; only its SHA-256 is used to
+// look it up.
+package authn
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/grants"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/tokens"
+)
+
+// Failure explains a refused bearer request. Reason is for logs and metrics
+// (it never contains the token); Refresh asks the client's user to sign in
+// to the web interface, which refreshes their cached GitHub access.
+type Failure struct {
+	Reason  string
+	Refresh bool
+}
+
+// Bearer authenticates personal access tokens.
+type Bearer struct {
+	DB     *postgres.DB
+	Logger *slog.Logger
+	Now    func() time.Time
+
+	// touched remembers when this process last recorded use of a token, so
+	// that last_used_at costs at most one write a minute per token and
+	// process, off the request's critical path.
+	touched sync.Map // token id → time.Time
+	touchWG sync.WaitGroup
+}
+
+// touchEvery is the resolution of last_used_at.
+const touchEvery = time.Minute
+
+// ParseAuthorization extracts the token from an Authorization header value:
+// exactly "Bearer <token>" (the scheme is case-insensitive, RFC 9110 §11.1)
+// with a well-formed clt_ token. Anything else is refused.
+func ParseAuthorization(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || !tokens.Valid(tok) {
+		return "", false
+	}
+	return tok, true
+}
+
+// Authenticate checks a token and computes its grants (ARCHITECTURE §4 steps
+// 3, 4 and 6). A nil Failure and nil error mean the principal may proceed.
+func (b *Bearer) Authenticate(ctx context.Context, authorization string) (codelotse.Principal, codelotse.Grants, *Failure, error) {
+	var p codelotse.Principal
+	tok, ok := ParseAuthorization(authorization)
+	if !ok {
+		if authorization == "" {
+			return p, codelotse.Grants{}, &Failure{Reason: "missing"}, nil
+		}
+		return p, codelotse.Grants{}, &Failure{Reason: "malformed"}, nil
+	}
+	f, found, err := b.DB.AuthToken(ctx, tokens.Hash(tok))
+	if err != nil {
+		return p, codelotse.Grants{}, nil, err
+	}
+	now := b.now()
+	switch {
+	case !found:
+		return p, codelotse.Grants{}, &Failure{Reason: "unknown"}, nil
+	case f.RevokedAt != nil:
+		return p, codelotse.Grants{}, &Failure{Reason: "revoked"}, nil
+	case !now.Before(f.ExpiresAt):
+		return p, codelotse.Grants{}, &Failure{Reason: "expired"}, nil
+	case !f.UserActive:
+		return p, codelotse.Grants{}, &Failure{Reason: "user_deleted"}, nil
+	case !f.MCPEnabled:
+		return p, codelotse.Grants{}, &Failure{Reason: "mcp_disabled"}, nil
+	case f.IdPID != nil && (f.IdPEnabled == nil || !*f.IdPEnabled):
+		return p, codelotse.Grants{}, &Failure{Reason: "idp_disabled"}, nil
+	}
+	p = codelotse.Principal{TenantID: f.TenantID, UserID: f.UserID, TokenID: f.TokenID, Kind: "token"}
+
+	var g codelotse.Grants
+	var reason grants.Reason
+	if f.IdPID != nil {
+		mappings, err := b.DB.GroupMappings(ctx, f.TenantID, *f.IdPID, f.IdPGroups)
+		if err != nil {
+			return p, g, nil, err
+		}
+		g, reason = grants.OIDC(true, f.IdPGroups, mappings)
+	} else {
+		m, repos, err := b.DB.GitHubGrantInputs(ctx, f.TenantID, f.UserID)
+		if err != nil {
+			return p, g, nil, err
+		}
+		g, reason = grants.GitHub(m, repos, now)
+	}
+	if reason != grants.OK {
+		return codelotse.Principal{}, codelotse.Grants{}, &Failure{Reason: "no_grants_" + string(reason), Refresh: reason == grants.Stale}, nil
+	}
+	b.touch(f, now)
+	return p, g, nil, nil
+}
+
+// touch records use of the token in the background when the stored
+// last_used_at and this process's memory are both older than a minute.
+func (b *Bearer) touch(f postgres.TokenFacts, now time.Time) {
+	if f.LastUsedAt != nil && now.Sub(*f.LastUsedAt) < touchEvery {
+		return
+	}
+	if v, ok := b.touched.Load(f.TokenID); ok && now.Sub(v.(time.Time)) < touchEvery {
+		return
+	}
+	b.touched.Store(f.TokenID, now)
+	b.touchWG.Add(1)
+	go func() {
+		defer b.touchWG.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := b.DB.TouchToken(ctx, f.TenantID, f.TokenID); err != nil && b.Logger != nil {
+			b.Logger.Warn("recording token use failed", "token_id", f.TokenID, "err", err)
+		}
+		b.pruneTouched(now)
+	}()
+}
+
+// pruneTouched forgets entries older than touchEvery so the map stays small.
+func (b *Bearer) pruneTouched(now time.Time) {
+	b.touched.Range(func(k, v any) bool {
+		if now.Sub(v.(time.Time)) > 2*touchEvery {
+			b.touched.Delete(k)
+		}
+		return true
+	})
+}
+
+// Wait blocks until background writes have finished (shutdown and tests).
+func (b *Bearer) Wait() { b.touchWG.Wait() }
+
+func (b *Bearer) now() time.Time {
+	if b.Now != nil {
+		return b.Now()
+	}
+	return time.Now()
+}

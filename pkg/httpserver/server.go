@@ -1,0 +1,177 @@
+// Package httpserver is the HTTP edge of the API and the only importer of
+// Echo. routes.go lists every route grouped by its guard; each guard decides
+// who a request is for (a bearer token, a cookie session, nobody) and
+// nothing downstream ever mixes the two kinds of principal.
+package httpserver
+
+import (
+	"context"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/codelotse/codelotse/pkg/authn"
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/mcpserver"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/web"
+)
+
+// Config is everything the HTTP edge needs.
+type Config struct {
+	// PublicURL is the service's own origin and base URL, e.g.
+	// https://codelotse.example.com (no trailing slash).
+	PublicURL string
+	// AllowedOrigins are further origins allowed to call bearer routes
+	// (scheme://host[:port]).
+	AllowedOrigins []string
+	DB             *postgres.DB
+	Bearer         *authn.Bearer
+	MCP            *mcpserver.Deps
+	Logger         *slog.Logger
+}
+
+// MaxBodyBytes is the largest request body a bearer route accepts.
+const MaxBodyBytes = 1 << 20
+
+// Server is the configured HTTP handler.
+type Server struct {
+	cfg       Config
+	echo      *echo.Echo
+	origins   map[string]bool
+	mcp       http.Handler
+	templates *template.Template
+}
+
+// New builds the server and its routes.
+func New(cfg Config) (*Server, error) {
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	own, err := origin(cfg.PublicURL)
+	if err != nil {
+		return nil, codelotse.Errorf(codelotse.Invalid, "PUBLIC_URL %q must be an absolute http(s) URL", cfg.PublicURL)
+	}
+	origins := map[string]bool{own: true}
+	for _, o := range cfg.AllowedOrigins {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		n, err := origin(o)
+		if err != nil {
+			return nil, codelotse.Errorf(codelotse.Invalid, "allowed origin %q must be scheme://host[:port]", o)
+		}
+		origins[n] = true
+	}
+	tpl, err := template.ParseFS(web.Templates, "templates/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	s := &Server{cfg: cfg, echo: e, origins: origins, mcp: mcpserver.Handler(cfg.Logger), templates: tpl}
+	e.HTTPErrorHandler = s.errorHandler
+	e.Use(s.recoverer, s.accessLog)
+	s.routes()
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// origin normalises a URL to scheme://host[:port] in lower case.
+func origin(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", errors.New("not an origin")
+	}
+	host := strings.ToLower(u.Host)
+	// Default ports are not part of the serialised origin.
+	if u.Scheme == "http" {
+		host = strings.TrimSuffix(host, ":80")
+	} else {
+		host = strings.TrimSuffix(host, ":443")
+	}
+	return strings.ToLower(u.Scheme) + "://" + host, nil
+}
+
+// recoverer turns a panic in a handler into a logged stack and a 500
+// without details.
+func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				s.cfg.Logger.Error("handler panicked", "path", c.Path(), "panic", r)
+				err = echo.NewHTTPError(http.StatusInternalServerError)
+			}
+		}()
+		return next(c)
+	}
+}
+
+type requestIDKey struct{}
+
+// accessLog writes one structured line per request: method, route, status,
+// duration and request id. It never logs headers, query strings or bodies,
+// so neither tokens nor cookies can reach a log line.
+func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		id := newRequestID()
+		c.Response().Header().Set("X-Request-Id", id)
+		c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), requestIDKey{}, id)))
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		route := c.Path()
+		if route == "" {
+			route = "(unmatched)"
+		}
+		s.cfg.Logger.Info("request",
+			"request_id", id,
+			"method", c.Request().Method,
+			"route", route,
+			"status", c.Response().Status,
+			"duration_ms", float64(time.Since(start).Microseconds())/1000,
+		)
+		return nil
+	}
+}
+
+// errorHandler answers errors that reached Echo: HTTP errors keep their
+// status with a short JSON body; anything else is a logged 500.
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var he *echo.HTTPError
+	status := http.StatusInternalServerError
+	if errors.As(err, &he) {
+		status = he.Code
+	} else {
+		switch codelotse.ErrorCode(err) {
+		case codelotse.Invalid:
+			status = http.StatusBadRequest
+		case codelotse.NotFound:
+			status = http.StatusNotFound
+		case codelotse.Forbidden:
+			status = http.StatusForbidden
+		case codelotse.Conflict:
+			status = http.StatusConflict
+		case codelotse.Unavailable:
+			status = http.StatusServiceUnavailable
+		}
+	}
+	if status >= 500 {
+		s.cfg.Logger.Error("request failed", "path", c.Path(), "err", err)
+	}
+	_ = c.JSON(status, map[string]string{"error": http.StatusText(status)})
+}

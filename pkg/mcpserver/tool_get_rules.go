@@ -1,0 +1,77 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/shape"
+)
+
+var getRules = tool{
+	name:  "get_rules",
+	title: "Get review rules",
+	description: "Returns the review rules in force: the tenant's rules, plus the rules of one repository when you pass repository (key, title, severity, scope, path globs and instructions). " +
+		"Call it before changing code in a repository, and use the rule keys to read findings.",
+	schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "repository": {"type": ["string", "integer"], "description": "Repository id or full name (owner/name); omit for tenant-wide rules only."}
+  },
+  "additionalProperties": false
+}`),
+	run: runGetRules,
+}
+
+type ruleOut struct {
+	Key          string   `json:"key"`
+	Title        string   `json:"title"`
+	Severity     string   `json:"severity"`
+	Scope        string   `json:"scope"`
+	PathGlobs    []string `json:"path_globs"`
+	Instructions string   `json:"instructions"`
+}
+
+func runGetRules(ctx context.Context, s *session, raw json.RawMessage) (shape.Doc, error) {
+	var in struct {
+		Repository json.RawMessage `json:"repository"`
+	}
+	if err := decodeArgs(raw, &in); err != nil {
+		return shape.Doc{}, err
+	}
+	ref, given, err := repositoryArg(in.Repository)
+	if err != nil {
+		return shape.Doc{}, err
+	}
+	var repoID *int64
+	var repoHead any
+	if given {
+		r, err := postgres.ResolveRepository(ctx, s.deps.DB, s.principal.TenantID, s.filter(), ref)
+		if err != nil {
+			return shape.Doc{}, err
+		}
+		repoID = &r.ID
+		repoHead = map[string]any{"id": r.ID, "full_name": r.FullName}
+	}
+	rules, err := postgres.RulesInForce(ctx, s.deps.DB, s.principal.TenantID, repoID)
+	if err != nil {
+		return shape.Doc{}, err
+	}
+	items := make([]any, len(rules))
+	for i, r := range rules {
+		scope := "tenant"
+		if r.RepositoryID != nil {
+			scope = "repository:" + r.RepoFullName
+		}
+		globs := r.PathGlobs
+		if globs == nil {
+			globs = []string{}
+		}
+		items[i] = ruleOut{Key: r.Key, Title: r.Title, Severity: string(r.Severity), Scope: scope, PathGlobs: globs, Instructions: r.Instructions}
+	}
+	return shape.Doc{
+		Head:    []shape.Field{{Key: "repository", Value: repoHead}},
+		ListKey: "rules",
+		Items:   items,
+	}, nil
+}

@@ -1,0 +1,122 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/shape"
+)
+
+var listRepositories = tool{
+	name:  "list_repositories",
+	title: "List repositories",
+	description: "Lists the repositories you can view in this CodeLotse tenant, with id, full name, default branch, indexed commit and open review count, and where your access comes from. " +
+		"Pass next_cursor back as cursor to page. " +
+		"Use a repository's full_name or id as the repository argument of get_rules and the other tools.",
+	schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "query": {"type": "string", "description": "Only repositories whose full name (owner/name) contains this text, case-insensitive."},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 30, "description": "At most this many repositories (1-100, default 30)."},
+    "cursor": {"type": "string", "description": "next_cursor from a previous list_repositories result with the same query."}
+  },
+  "additionalProperties": false
+}`),
+	run: runListRepositories,
+}
+
+type listReposPos struct {
+	Name  string `json:"n"`
+	ID    int64  `json:"i"`
+	Query string `json:"q"`
+}
+
+type repoOut struct {
+	ID            int64   `json:"id"`
+	FullName      string  `json:"full_name"`
+	DefaultBranch string  `json:"default_branch"`
+	Private       bool    `json:"private"`
+	URL           string  `json:"url"`
+	IndexedCommit *string `json:"indexed_commit"`
+	IndexedAt     *string `json:"indexed_at"`
+	OpenReviews   int     `json:"open_reviews"`
+}
+
+func runListRepositories(ctx context.Context, s *session, raw json.RawMessage) (shape.Doc, error) {
+	var in struct {
+		Query  string `json:"query"`
+		Limit  *int   `json:"limit"`
+		Cursor string `json:"cursor"`
+	}
+	if err := decodeArgs(raw, &in); err != nil {
+		return shape.Doc{}, err
+	}
+	limit := clamp(in.Limit, 1, 100, 30)
+	var pos listReposPos
+	if in.Cursor != "" {
+		if err := decodeCursor("list_repositories", in.Cursor, &pos); err != nil {
+			return shape.Doc{}, err
+		}
+		if pos.Query != in.Query {
+			return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "Invalid cursor: it belongs to a different query; omit cursor to start over.")
+		}
+	}
+	repos, err := postgres.ListRepositories(ctx, s.deps.DB, s.principal.TenantID, s.filter(), in.Query, pos.Name, pos.ID, limit+1)
+	if err != nil {
+		return shape.Doc{}, err
+	}
+	more := len(repos) > limit
+	if more {
+		repos = repos[:limit]
+	}
+	items := make([]any, len(repos))
+	for i, r := range repos {
+		o := repoOut{ID: r.ID, FullName: r.FullName, DefaultBranch: r.DefaultBranch, Private: r.Private, URL: r.URL, OpenReviews: r.OpenReviews}
+		if r.IndexedCommit != "" {
+			o.IndexedCommit = &r.IndexedCommit
+		}
+		if r.IndexedAt != nil {
+			at := r.IndexedAt.UTC().Format(time.RFC3339)
+			o.IndexedAt = &at
+		}
+		items[i] = o
+	}
+	cursorAt := func(i int) string {
+		return encodeCursor("list_repositories", listReposPos{Name: repos[i].FullName, ID: repos[i].ID, Query: in.Query})
+	}
+	doc := shape.Doc{
+		Head:    []shape.Field{{Key: "access", Value: s.access()}},
+		ListKey: "repositories",
+		Items:   items,
+		Cursor:  cursorAt,
+	}
+	if more {
+		doc.NextCursor = cursorAt(len(repos) - 1)
+	}
+	return doc, nil
+}
+
+// filter is the repository filter of the session's grants.
+func (s *session) filter() postgres.RepoFilter {
+	return postgres.RepoFilter{All: s.grants.Admin, IDs: s.grants.RepoIDs}
+}
+
+// access describes where the session's grants come from, so an agent can
+// tell its user why a repository is missing or when to sign in again.
+func (s *session) access() map[string]any {
+	a := map[string]any{"source": s.grants.Source, "all_repositories": s.grants.Admin}
+	switch s.grants.Source {
+	case "github":
+		a["refreshed_at"] = s.grants.AsOf.UTC().Format(time.RFC3339)
+		a["age_seconds"] = int(time.Since(s.grants.AsOf).Seconds())
+		a["expires_at"] = s.grants.AsOf.Add(codelotse.GrantMaxAge).UTC().Format(time.RFC3339)
+		a["note"] = "Access follows your last CodeLotse sign-in; sign in again within 24 hours to keep it."
+	case "oidc":
+		a["groups"] = s.grants.Groups
+		a["note"] = "Access follows the identity-provider groups of the session that created this token and the tenant's current group mappings."
+	}
+	return a
+}

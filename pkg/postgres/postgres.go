@@ -1,0 +1,206 @@
+// Package postgres is CodeLotse's storage: the pgx pool, the migration
+// runner, tenant transactions and one file of plain SQL per aggregate.
+//
+// Every function that touches tenant data takes the tenant explicitly and
+// runs inside a transaction whose first statement sets app.tenant_id
+// transaction-locally; row-level security (policies/) is the backstop that
+// makes a forgotten WHERE harmless, not the only guard.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+)
+
+// Roles are the SQL roles of one installation. They are derived from a
+// prefix (DB_ROLE_PREFIX, default "codelotse") so that tests can create
+// their own set beside a development installation on one cluster.
+type Roles struct {
+	// Owner runs migrations and owns every table (NOLOGIN).
+	Owner string
+	// App is the runtime role the API and worker log in as: no superuser,
+	// no BYPASSRLS, owns nothing.
+	App string
+	// Auth owns the SECURITY DEFINER functions of the system purposes
+	// (NOLOGIN).
+	Auth string
+}
+
+// DefaultRolePrefix is the role prefix when none is configured.
+const DefaultRolePrefix = "codelotse"
+
+var rolePrefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
+
+// RolesFor returns the roles for prefix.
+func RolesFor(prefix string) (Roles, error) {
+	if prefix == "" {
+		prefix = DefaultRolePrefix
+	}
+	if !rolePrefixRE.MatchString(prefix) {
+		return Roles{}, codelotse.Errorf(codelotse.Invalid, "role prefix %q must match %s", prefix, rolePrefixRE)
+	}
+	return Roles{Owner: prefix + "_owner", App: prefix + "_app", Auth: prefix + "_auth"}, nil
+}
+
+// RuntimeConnString returns adminURL with the runtime role as user and, when
+// password is not empty, that password. It is how the API and worker connect
+// when APP_DATABASE_URL is not set.
+func RuntimeConnString(adminURL string, roles Roles, password string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(adminURL)
+	if err != nil {
+		return nil, codelotse.Wrap(codelotse.Invalid, err, "DATABASE_URL is not a valid PostgreSQL connection string")
+	}
+	cfg.ConnConfig.User = roles.App
+	cfg.ConnConfig.Password = password
+	return cfg, nil
+}
+
+// DB is a pool plus what tenant transactions need.
+type DB struct {
+	Pool *pgxpool.Pool
+}
+
+// Open connects with cfg and checks that the database answers.
+func Open(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "codelotse"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, codelotse.Wrap(codelotse.Unavailable, err, "cannot connect to PostgreSQL")
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, codelotse.Wrap(codelotse.Unavailable, err, fmt.Sprintf("cannot connect to PostgreSQL as %s", cfg.ConnConfig.User))
+	}
+	return &DB{Pool: pool}, nil
+}
+
+// OpenURL parses url and opens it.
+func OpenURL(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, codelotse.Wrap(codelotse.Invalid, err, "not a valid PostgreSQL connection string")
+	}
+	return Open(ctx, cfg)
+}
+
+// Close closes the pool.
+func (db *DB) Close() { db.Pool.Close() }
+
+// Ping checks that the database answers (for /readyz).
+func (db *DB) Ping(ctx context.Context) error { return db.Pool.Ping(ctx) }
+
+const setTenant = "SELECT set_config('app.tenant_id', $1, true)"
+
+// InTenant runs fn in a transaction whose first statement sets app.tenant_id
+// for that transaction only. fn's error rolls the transaction back.
+func (db *DB) InTenant(ctx context.Context, tenantID string, fn func(pgx.Tx) error) error {
+	if tenantID == "" {
+		return codelotse.Errorf(codelotse.Internal, "tenant transaction without a tenant")
+	}
+	return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, setTenant, tenantID); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// ReadTenant runs one read in a single round trip: a pipeline of the tenant
+// setting and the query, which PostgreSQL executes as one implicit
+// transaction (one Sync), so the transaction-local setting covers the query
+// and ends with it.
+func (db *DB) ReadTenant(ctx context.Context, tenantID string, sql string, args []any, scan func(pgx.Rows) error) error {
+	if tenantID == "" {
+		return codelotse.Errorf(codelotse.Internal, "tenant read without a tenant")
+	}
+	b := &pgx.Batch{}
+	b.Queue(setTenant, tenantID)
+	b.Queue(sql, args...)
+	br := db.Pool.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return err
+	}
+	err = scan(rows)
+	rows.Close()
+	if err == nil {
+		err = rows.Err()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// CheckRuntimeRole refuses a connection whose role could bypass row-level
+// security: a superuser, a role with BYPASSRLS, or the owner of a table
+// (owners are subject to FORCE RLS, but could switch it off).
+func (db *DB) CheckRuntimeRole(ctx context.Context) error {
+	var user string
+	var super, bypass bool
+	var owned int
+	err := db.Pool.QueryRow(ctx, `
+		SELECT r.rolname, r.rolsuper, r.rolbypassrls,
+		       (SELECT count(*) FROM pg_class c WHERE c.relowner = r.oid AND c.relkind IN ('r', 'p'))
+		FROM pg_roles r WHERE r.rolname = current_user`).Scan(&user, &super, &bypass, &owned)
+	if err != nil {
+		return codelotse.Wrap(codelotse.Unavailable, err, "cannot read the database role")
+	}
+	switch {
+	case super:
+		return codelotse.Errorf(codelotse.Forbidden, "refusing to serve as %s: the role is a superuser and would bypass row-level security; connect as the runtime role", user)
+	case bypass:
+		return codelotse.Errorf(codelotse.Forbidden, "refusing to serve as %s: the role has BYPASSRLS", user)
+	case owned > 0:
+		return codelotse.Errorf(codelotse.Forbidden, "refusing to serve as %s: the role owns %d tables and could disable row-level security", user, owned)
+	}
+	return nil
+}
+
+// isUniqueViolation reports whether err is a unique-constraint violation,
+// optionally of the named constraint or index.
+func isUniqueViolation(err error, name string) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return name == "" || pe.ConstraintName == name
+	}
+	return false
+}
+
+// isCheckViolation reports whether err is a CHECK violation.
+func isCheckViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23514"
+}
+
+// notFound maps pgx.ErrNoRows to a NotFound error with msg.
+func notFound(err error, msg string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return codelotse.Errorf(codelotse.NotFound, "%s", msg)
+	}
+	return err
+}
+
+func isDuplicateObject(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42710"
+}

@@ -1,0 +1,137 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+)
+
+// NewRepository is what AddRepository needs.
+type NewRepository struct {
+	FullName      string
+	DefaultBranch string
+	Private       bool
+	URL           string
+}
+
+// AddRepository registers a repository (or updates the existing one with
+// the same full name) and returns it.
+func AddRepository(ctx context.Context, tx pgx.Tx, tenantID string, nr NewRepository) (codelotse.Repository, error) {
+	if nr.DefaultBranch == "" {
+		nr.DefaultBranch = "main"
+	}
+	if nr.URL == "" {
+		nr.URL = "https://github.com/" + nr.FullName
+	}
+	var r codelotse.Repository
+	err := tx.QueryRow(ctx, `INSERT INTO repositories (tenant_id, full_name, default_branch, private, url)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (tenant_id, lower(full_name)) DO UPDATE
+			SET default_branch = EXCLUDED.default_branch, private = EXCLUDED.private, url = EXCLUDED.url
+		RETURNING id, full_name, default_branch, private, url`,
+		tenantID, nr.FullName, nr.DefaultBranch, nr.Private, nr.URL).
+		Scan(&r.ID, &r.FullName, &r.DefaultBranch, &r.Private, &r.URL)
+	if isCheckViolation(err) {
+		return r, codelotse.Errorf(codelotse.Invalid, "repository must be OWNER/NAME, not %q", nr.FullName)
+	}
+	r.TenantID = tenantID
+	return r, err
+}
+
+// RepositoryByName finds a repository of the tenant by full name.
+func RepositoryByName(ctx context.Context, tx pgx.Tx, tenantID, fullName string) (codelotse.Repository, error) {
+	var r codelotse.Repository
+	err := tx.QueryRow(ctx, `SELECT id, full_name, default_branch, private, url FROM repositories
+		WHERE tenant_id = $1 AND lower(full_name) = lower($2)`, tenantID, fullName).
+		Scan(&r.ID, &r.FullName, &r.DefaultBranch, &r.Private, &r.URL)
+	r.TenantID = tenantID
+	return r, notFound(err, "no repository "+fullName+" in this tenant")
+}
+
+// GrantRepository records that a user can view a repository (the cache a
+// GitHub sign-in writes; cltctl repo grant writes it by hand).
+func GrantRepository(ctx context.Context, tx pgx.Tx, tenantID, userID string, repoID int64) error {
+	_, err := tx.Exec(ctx, `INSERT INTO repo_memberships (tenant_id, user_id, repository_id, permission, refreshed_at)
+		VALUES ($1, $2, $3, 'read', now())
+		ON CONFLICT (tenant_id, user_id, repository_id) DO UPDATE SET refreshed_at = now()`, tenantID, userID, repoID)
+	return err
+}
+
+// RepoFilter limits a repository query to what a principal may view.
+type RepoFilter struct {
+	// All is true for tenant admins, who see every repository.
+	All bool
+	// IDs are the viewable repositories otherwise.
+	IDs []int64
+}
+
+// ListRepositories lists viewable repositories whose full name contains
+// query (case-insensitive), ordered by full name then id, starting after the
+// keyset cursor (afterName, afterID), at most limit rows.
+func ListRepositories(ctx context.Context, db *DB, tenantID string, f RepoFilter, query string, afterName string, afterID int64, limit int) ([]codelotse.Repository, error) {
+	var out []codelotse.Repository
+	err := db.ReadTenant(ctx, tenantID, `
+		SELECT r.id, r.full_name, r.default_branch, r.private, r.url, coalesce(r.indexed_commit, ''), r.indexed_at,
+		       (SELECT count(DISTINCT p.id) FROM pull_requests p
+		         JOIN reviews v ON v.tenant_id = p.tenant_id AND v.pull_request_id = p.id
+		         WHERE p.tenant_id = r.tenant_id AND p.repository_id = r.id AND p.state = 'open')::int
+		FROM repositories r
+		WHERE r.tenant_id = $1
+		  AND ($2 OR r.id = ANY($3))
+		  AND ($4 = '' OR strpos(lower(r.full_name), lower($4)) > 0)
+		  AND (lower(r.full_name), r.id) > (lower($5), $6)
+		ORDER BY lower(r.full_name), r.id
+		LIMIT $7`,
+		[]any{tenantID, f.All, f.IDs, query, afterName, afterID, limit},
+		func(rows pgx.Rows) error {
+			for rows.Next() {
+				var r codelotse.Repository
+				if err := rows.Scan(&r.ID, &r.FullName, &r.DefaultBranch, &r.Private, &r.URL, &r.IndexedCommit, &r.IndexedAt, &r.OpenReviews); err != nil {
+					return err
+				}
+				r.TenantID = tenantID
+				out = append(out, r)
+			}
+			return nil
+		})
+	return out, err
+}
+
+// ResolveRepository finds a viewable repository by id or full name. Unknown
+// and forbidden repositories give the same NotFound error, "Not found.", so
+// that a caller cannot probe for repositories it may not see.
+func ResolveRepository(ctx context.Context, db *DB, tenantID string, f RepoFilter, ref string) (codelotse.Repository, error) {
+	ref = strings.TrimSpace(ref)
+	var id int64 = -1
+	if n, err := strconv.ParseInt(ref, 10, 64); err == nil {
+		id = n
+	}
+	var r codelotse.Repository
+	found := false
+	err := db.ReadTenant(ctx, tenantID, `
+		SELECT id, full_name, default_branch, private, url, coalesce(indexed_commit, ''), indexed_at
+		FROM repositories
+		WHERE tenant_id = $1 AND (id = $2 OR lower(full_name) = lower($3))
+		  AND ($4 OR id = ANY($5))
+		LIMIT 1`,
+		[]any{tenantID, id, ref, f.All, f.IDs},
+		func(rows pgx.Rows) error {
+			if rows.Next() {
+				found = true
+				return rows.Scan(&r.ID, &r.FullName, &r.DefaultBranch, &r.Private, &r.URL, &r.IndexedCommit, &r.IndexedAt)
+			}
+			return nil
+		})
+	if err != nil {
+		return r, err
+	}
+	if !found {
+		return r, codelotse.Errorf(codelotse.NotFound, "Not found.")
+	}
+	r.TenantID = tenantID
+	return r, nil
+}

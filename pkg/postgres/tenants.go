@@ -1,0 +1,109 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+)
+
+// TenantIDBySlug resolves a slug through the auth.signin function, the one
+// cross-tenant read allowed before a tenant is known.
+func (db *DB) TenantIDBySlug(ctx context.Context, slug string) (string, error) {
+	var id *string
+	if err := db.Pool.QueryRow(ctx, "SELECT tenant_id_by_slug($1)::text", slug).Scan(&id); err != nil {
+		return "", err
+	}
+	if id == nil {
+		return "", codelotse.Errorf(codelotse.NotFound, "no tenant with slug %q", slug)
+	}
+	return *id, nil
+}
+
+// NewTenant is what CreateTenant needs.
+type NewTenant struct {
+	Slug                 string
+	Name                 string
+	MCPEnabled           bool
+	GitHubInstallationID *int64
+}
+
+// CreateTenant creates a tenant and its settings row. The new id is chosen
+// first so that the insert itself runs under the tenant policy.
+func (db *DB) CreateTenant(ctx context.Context, nt NewTenant, actor string) (codelotse.Tenant, error) {
+	var t codelotse.Tenant
+	if err := db.Pool.QueryRow(ctx, "SELECT gen_random_uuid()::text").Scan(&t.ID); err != nil {
+		return t, err
+	}
+	err := db.InTenant(ctx, t.ID, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO tenants (id, slug, name, github_installation_id)
+			VALUES ($1, $2, $3, $4) RETURNING slug, name, created_at`,
+			t.ID, nt.Slug, nt.Name, nt.GitHubInstallationID).Scan(&t.Slug, &t.Name, &t.CreatedAt)
+		switch {
+		case isUniqueViolation(err, "tenants_slug_key"):
+			return codelotse.Errorf(codelotse.Conflict, "a tenant with slug %q already exists", nt.Slug)
+		case isUniqueViolation(err, "tenants_github_installation_id_key"):
+			return codelotse.Errorf(codelotse.Conflict, "installation %d is already bound to another tenant", *nt.GitHubInstallationID)
+		case isCheckViolation(err):
+			return codelotse.Errorf(codelotse.Invalid, "slug must be lowercase letters, digits and dashes (1-63, starting with a letter or digit) and name 1-200 characters")
+		case err != nil:
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO tenant_settings (tenant_id, settings) VALUES ($1, jsonb_build_object('mcp', jsonb_build_object('enabled', $2::boolean)))`,
+			t.ID, nt.MCPEnabled); err != nil {
+			return err
+		}
+		t.MCPEnabled = nt.MCPEnabled
+		return insertAudit(ctx, tx, t.ID, Actor{Label: actor}, "tenant.created", nt.Slug, map[string]any{"mcp_enabled": nt.MCPEnabled})
+	})
+	return t, err
+}
+
+// GetTenant reads a tenant with its MCP switch.
+func GetTenant(ctx context.Context, tx pgx.Tx, tenantID string) (codelotse.Tenant, error) {
+	var t codelotse.Tenant
+	var settings []byte
+	err := tx.QueryRow(ctx, `SELECT t.id::text, t.slug, t.name, t.created_at, coalesce(s.settings, '{}')
+		FROM tenants t LEFT JOIN tenant_settings s ON s.tenant_id = t.id WHERE t.id = $1`, tenantID).
+		Scan(&t.ID, &t.Slug, &t.Name, &t.CreatedAt, &settings)
+	if err != nil {
+		return t, notFound(err, "tenant not found")
+	}
+	var s struct {
+		MCP struct {
+			Enabled bool `json:"enabled"`
+		} `json:"mcp"`
+	}
+	if err := json.Unmarshal(settings, &s); err != nil {
+		return t, err
+	}
+	t.MCPEnabled = s.MCP.Enabled
+	return t, nil
+}
+
+// SetMCPEnabled switches MCP for a tenant and writes the audit event in the
+// same transaction. It reports whether the value changed.
+func SetMCPEnabled(ctx context.Context, tx pgx.Tx, tenantID string, enabled bool, actor Actor) (changed bool, err error) {
+	var before bool
+	err = tx.QueryRow(ctx, `SELECT coalesce((settings #>> '{mcp,enabled}')::boolean, false)
+		FROM tenant_settings WHERE tenant_id = $1 FOR UPDATE`, tenantID).Scan(&before)
+	if errors.Is(err, pgx.ErrNoRows) {
+		_, err = tx.Exec(ctx, `INSERT INTO tenant_settings (tenant_id) VALUES ($1)`, tenantID)
+	}
+	if err != nil {
+		return false, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE tenant_settings
+		SET settings = jsonb_set(settings, '{mcp}', coalesce(settings->'mcp', '{}') || jsonb_build_object('enabled', $2::boolean)),
+		    updated_at = now()
+		WHERE tenant_id = $1`, tenantID, enabled); err != nil {
+		return false, err
+	}
+	if before == enabled {
+		return false, nil
+	}
+	return true, insertAudit(ctx, tx, tenantID, actor, "mcp.switched", "", map[string]any{"enabled": enabled})
+}

@@ -1,0 +1,67 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+)
+
+// UserByEmail finds a (not deleted) user of the tenant by email, case-insensitively.
+func UserByEmail(ctx context.Context, tx pgx.Tx, tenantID, email string) (codelotse.User, error) {
+	var u codelotse.User
+	err := tx.QueryRow(ctx, `SELECT id::text, tenant_id::text, email, name, created_at FROM users
+		WHERE tenant_id = $1 AND lower(email) = lower($2) AND deleted_at IS NULL`, tenantID, strings.TrimSpace(email)).
+		Scan(&u.ID, &u.TenantID, &u.Email, &u.Name, &u.CreatedAt)
+	return u, notFound(err, "no user with email "+email+" in this tenant")
+}
+
+// UpsertLocalUser creates the user if needed (or revives a deleted one) and
+// stamps a local tenant membership with role, refreshed now. This is the
+// operator's way to add people without GitHub (cltctl user add); the
+// membership behaves like a GitHub cache refreshed at this moment.
+func UpsertLocalUser(ctx context.Context, tx pgx.Tx, tenantID, email, name string, role codelotse.Role, now time.Time) (codelotse.User, error) {
+	var u codelotse.User
+	email = strings.TrimSpace(email)
+	err := tx.QueryRow(ctx, `INSERT INTO users (tenant_id, email, name) VALUES ($1, $2, $3)
+		ON CONFLICT (tenant_id, lower(email)) DO UPDATE SET deleted_at = NULL,
+			name = CASE WHEN EXCLUDED.name = '' THEN users.name ELSE EXCLUDED.name END
+		RETURNING id::text, tenant_id::text, email, name, created_at`, tenantID, email, name).
+		Scan(&u.ID, &u.TenantID, &u.Email, &u.Name, &u.CreatedAt)
+	if isCheckViolation(err) {
+		return u, codelotse.Errorf(codelotse.Invalid, "%q is not an email address", email)
+	}
+	if err != nil {
+		return u, err
+	}
+	if err := RefreshMembership(ctx, tx, tenantID, u.ID, role, "local", now); err != nil {
+		return u, err
+	}
+	return u, nil
+}
+
+// RefreshMembership writes the cached tenant membership of a user, stamped now.
+func RefreshMembership(ctx context.Context, tx pgx.Tx, tenantID, userID string, role codelotse.Role, source string, now time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO tenant_memberships (tenant_id, user_id, role, source, refreshed_at)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (tenant_id, user_id) DO UPDATE SET role = EXCLUDED.role, source = EXCLUDED.source, refreshed_at = EXCLUDED.refreshed_at`,
+		tenantID, userID, string(role), source, now)
+	return err
+}
+
+// DeleteUser marks a user deleted. Their tokens stop authenticating at once
+// (the auth function checks deleted_at); the rows stay for the audit log.
+func DeleteUser(ctx context.Context, tx pgx.Tx, tenantID, email string, actor Actor) error {
+	tag, err := tx.Exec(ctx, `UPDATE users SET deleted_at = now()
+		WHERE tenant_id = $1 AND lower(email) = lower($2) AND deleted_at IS NULL`, tenantID, strings.TrimSpace(email))
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return codelotse.Errorf(codelotse.NotFound, "no user with email %s in this tenant", email)
+	}
+	return insertAudit(ctx, tx, tenantID, actor, "user.deleted", email, nil)
+}

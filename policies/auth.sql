@@ -1,0 +1,79 @@
+-- System purposes that must read across tenants before a tenant is known.
+-- Each is a SECURITY DEFINER function owned by a narrow NOLOGIN role that
+-- can read only the columns the purpose needs, with search_path pinned.
+-- The runtime role may execute them; nobody else may.
+--
+-- Applied by `cltctl migrate` as the administrative role after the owner's
+-- part, because the functions are owned by {{auth}}, not by the owner.
+
+-- Purpose auth.session (ADR-0006/ADR-0018): bearer token authentication.
+-- {{auth}} sees every row of these four tables, but only these columns,
+-- and only through the function below (it cannot log in).
+GRANT USAGE ON SCHEMA public TO {{auth}};
+GRANT SELECT (tenant_id, id, user_id, token_hash, expires_at, revoked_at, last_used_at, idp_id, idp_groups)
+    ON mcp_tokens TO {{auth}};
+GRANT SELECT (tenant_id, id, deleted_at) ON users TO {{auth}};
+GRANT SELECT (tenant_id, settings) ON tenant_settings TO {{auth}};
+GRANT SELECT (tenant_id, id, enabled) ON identity_providers TO {{auth}};
+
+DROP POLICY IF EXISTS auth_session_read ON mcp_tokens;
+CREATE POLICY auth_session_read ON mcp_tokens FOR SELECT TO {{auth}} USING (true);
+DROP POLICY IF EXISTS auth_session_read ON users;
+CREATE POLICY auth_session_read ON users FOR SELECT TO {{auth}} USING (true);
+DROP POLICY IF EXISTS auth_session_read ON tenant_settings;
+CREATE POLICY auth_session_read ON tenant_settings FOR SELECT TO {{auth}} USING (true);
+DROP POLICY IF EXISTS auth_session_read ON identity_providers;
+CREATE POLICY auth_session_read ON identity_providers FOR SELECT TO {{auth}} USING (true);
+
+-- auth_token returns the facts the bearer authenticator decides on, for the
+-- token whose SHA-256 is p_hash, or no row. It does not decide itself so
+-- that the service can log why a token was refused (never the token).
+CREATE OR REPLACE FUNCTION auth_token(p_hash bytea)
+RETURNS TABLE (
+    token_id     uuid,
+    tenant_id    uuid,
+    user_id      uuid,
+    expires_at   timestamptz,
+    revoked_at   timestamptz,
+    last_used_at timestamptz,
+    user_active  boolean,
+    mcp_enabled  boolean,
+    idp_id       uuid,
+    idp_enabled  boolean,
+    idp_groups   text[]
+)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public
+AS $$
+    SELECT t.id, t.tenant_id, t.user_id, t.expires_at, t.revoked_at, t.last_used_at,
+           (u.id IS NOT NULL AND u.deleted_at IS NULL),
+           coalesce((s.settings #>> '{mcp,enabled}')::boolean, false),
+           t.idp_id,
+           CASE WHEN t.idp_id IS NULL THEN NULL ELSE coalesce(i.enabled, false) END,
+           t.idp_groups
+    FROM public.mcp_tokens t
+    LEFT JOIN public.users u ON u.tenant_id = t.tenant_id AND u.id = t.user_id
+    LEFT JOIN public.tenant_settings s ON s.tenant_id = t.tenant_id
+    LEFT JOIN public.identity_providers i ON i.tenant_id = t.tenant_id AND i.id = t.idp_id
+    WHERE t.token_hash = p_hash
+$$;
+ALTER FUNCTION auth_token(bytea) OWNER TO {{auth}};
+REVOKE ALL ON FUNCTION auth_token(bytea) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION auth_token(bytea) TO {{app}};
+
+-- Purpose auth.signin (operators and web sign-in): resolve a tenant slug to
+-- its id before any tenant is known. Reads only id and slug of tenants.
+GRANT SELECT (id, slug) ON tenants TO {{auth}};
+DROP POLICY IF EXISTS auth_signin_read ON tenants;
+CREATE POLICY auth_signin_read ON tenants FOR SELECT TO {{auth}} USING (true);
+
+CREATE OR REPLACE FUNCTION tenant_id_by_slug(p_slug text)
+RETURNS uuid
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public
+AS $$
+    SELECT id FROM public.tenants WHERE slug = p_slug
+$$;
+ALTER FUNCTION tenant_id_by_slug(text) OWNER TO {{auth}};
+REVOKE ALL ON FUNCTION tenant_id_by_slug(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION tenant_id_by_slug(text) TO {{app}};
