@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,14 +57,94 @@ func (s *Server) mcpPost(c echo.Context) error {
 		return s.unauthorized(c, failure)
 	}
 
+	// Protocol errors are JSON-RPC errors (ARCHITECTURE §6.1). The SDK
+	// answers malformed messages and unknown methods with plain-text 400s,
+	// so the message is checked here first and the SDK's answer rewritten.
+	msg, perr := peekMessage(body)
+	if perr != nil {
+		return c.JSON(http.StatusBadRequest, perr)
+	}
+
 	// Only Accept, Content-Type, Last-Event-ID and Mcp-* reach the SDK:
 	// never Authorization, Cookie or anything else the client sent.
 	inner := r.Clone(mcpserver.WithServer(r.Context(), mcpserver.New(s.cfg.MCP, p, g)))
 	inner.Header = sdkHeaders(r.Header)
 	inner.Body = io.NopCloser(bytes.NewReader(body))
 	inner.ContentLength = int64(len(body))
-	s.mcp.ServeHTTP(w, inner)
-	return nil
+	rec := &recorder{header: http.Header{}}
+	s.mcp.ServeHTTP(rec, inner)
+	if rec.status == http.StatusBadRequest && !strings.HasPrefix(rec.header.Get("Content-Type"), "application/json") {
+		// The SDK refused the message with a plain-text reason.
+		code, text := -32600, "Invalid request: "+strings.TrimSpace(rec.body.String())
+		if msg.Method != "" && (strings.Contains(text, "not handled") || strings.Contains(text, "unsupported")) {
+			code, text = -32601, "Method not found: "+msg.Method
+		}
+		return c.JSON(http.StatusBadRequest, map[string]any{
+			"jsonrpc": "2.0", "id": msg.ID,
+			"error": map[string]any{"code": code, "message": text},
+		})
+	}
+	for k, v := range rec.header {
+		w.Header()[k] = v
+	}
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	w.WriteHeader(rec.status)
+	_, err = w.Write(rec.body.Bytes())
+	return err
+}
+
+// rpcMessage is what peekMessage reads of a JSON-RPC message.
+type rpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method"`
+}
+
+// peekMessage checks that body is a JSON-RPC 2.0 message (or a batch, which
+// the SDK judges by protocol version) and returns a JSON-RPC error body when
+// it is not.
+func peekMessage(body []byte) (rpcMessage, map[string]any) {
+	var m rpcMessage
+	trimmed := bytes.TrimSpace(body)
+	fail := func(code int, msg string) map[string]any {
+		return map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}}
+	}
+	if !json.Valid(trimmed) {
+		return m, fail(-32700, "Parse error: the body is not valid JSON.")
+	}
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		return m, nil
+	}
+	if err := json.Unmarshal(trimmed, &m); err != nil {
+		return m, fail(-32600, "Invalid request: expected a JSON-RPC 2.0 message object.")
+	}
+	if m.JSONRPC != "2.0" {
+		return m, fail(-32600, `Invalid request: "jsonrpc" must be "2.0".`)
+	}
+	return m, nil
+}
+
+// recorder buffers the SDK's answer so that it can be checked before it is
+// sent. Answers are JSON (no SSE) and bounded by the 32 KiB result cap.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
 }
 
 // sdkHeaders keeps only the headers the MCP SDK needs.

@@ -88,15 +88,6 @@ func decodeCursor(tool, c string, pos any) error {
 	return nil
 }
 
-// required refuses an empty required string argument.
-func required(name, v string) error {
-	if strings.TrimSpace(v) == "" {
-		return codelotse.Errorf(codelotse.Invalid, "Missing required argument %q.", name)
-	}
-	return nil
-}
-
-
 // repositoryArg reads a repository argument that may be a full name or a
 // numeric id (agents send both as strings and as numbers).
 func repositoryArg(raw json.RawMessage) (ref string, given bool, err error) {

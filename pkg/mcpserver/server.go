@@ -61,7 +61,7 @@ func New(d *Deps, p codelotse.Principal, g codelotse.Grants) *mcp.Server {
 		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 		SchemaCache:               d.SchemaCache,
 		SupportedProtocolVersions: ProtocolVersions,
-		Logger:                    d.Logger,
+		Logger:                    quiet(d.Logger),
 	})
 	sess := &session{deps: d, principal: p, grants: g}
 	for _, t := range tools() {
@@ -165,7 +165,7 @@ func Handler(logger *slog.Logger) http.Handler {
 	}, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
-		Logger:       logger,
+		Logger:       quiet(logger),
 		// The service checks Origin itself (against PUBLIC_URL and the
 		// allow-list) before the SDK runs; the SDK's loopback Host check
 		// would refuse every request behind a local reverse proxy.
@@ -175,3 +175,27 @@ func Handler(logger *slog.Logger) http.Handler {
 
 // NewSchemaCache returns a cache to share across per-request servers.
 func NewSchemaCache() *mcp.SchemaCache { return mcp.NewSchemaCache() }
+
+// quiet returns a logger that passes only warnings and errors: the SDK logs
+// every stateless connect and disconnect at info level, which would double
+// the log volume without telling an operator anything.
+func quiet(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return nil
+	}
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(a), m.min}
+}
+func (m minLevel) WithGroup(n string) slog.Handler { return minLevel{m.Handler.WithGroup(n), m.min} }

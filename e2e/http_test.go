@@ -1,0 +1,253 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+const unauthorizedBody = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Unauthorized"}}`
+
+// post sends a raw JSON-RPC POST to /mcp.
+func post(t *testing.T, s *stack, body string, headers map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+const listCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_repositories","arguments":{}}}`
+
+var legacy = map[string]string{"Mcp-Protocol-Version": "2025-06-18"}
+
+func with(h map[string]string, k, v string) map[string]string {
+	out := map[string]string{k: v}
+	for a, b := range h {
+		out[a] = b
+	}
+	return out
+}
+
+// TestBearerEdge covers the raw-HTTP contract of POST /mcp (ARCHITECTURE §4).
+func TestBearerEdge(t *testing.T) {
+	s := newStack(t, "MCP_ALLOWED_ORIGINS=https://agent.example.com")
+	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled")
+	s.cltctl("tenant", "create", "--slug", "quiet", "--name", "Quiet")
+	for _, e := range []string{"dev", "gone", "stale", "revoked", "expired"} {
+		s.cltctl("user", "add", "--tenant", "acme", "--email", e+"@acme.test")
+	}
+	s.cltctl("user", "add", "--tenant", "quiet", "--email", "dev@quiet.test")
+	valid := s.token("acme", "dev@acme.test", "valid")
+	gone := s.token("acme", "gone@acme.test", "gone")
+	stale := s.token("acme", "stale@acme.test", "stale")
+	revoked := s.token("acme", "revoked@acme.test", "revoked")
+	expired := s.token("acme", "expired@acme.test", "expired")
+	quiet := s.token("quiet", "dev@quiet.test", "off")
+
+	// Revoke through the CLI, by the id it lists.
+	for _, line := range strings.Split(s.cltctl("token", "list", "--tenant", "acme"), "\n") {
+		if strings.Contains(line, "revoked@acme.test") {
+			s.cltctl("token", "revoke", "--tenant", "acme", "--id", strings.Fields(line)[0])
+		}
+	}
+	s.cltctl("user", "delete", "--tenant", "acme", "--email", "gone@acme.test")
+	s.exec(`UPDATE mcp_tokens SET created_at = now() - interval '3 days', expires_at = now() - interval '1 second'
+		WHERE user_id = (SELECT id FROM users WHERE email = 'expired@acme.test')`)
+	s.exec(`UPDATE tenant_memberships SET refreshed_at = now() - interval '24 hours 1 minute'
+		WHERE user_id = (SELECT id FROM users WHERE email = 'stale@acme.test')`)
+
+	challenge := `Bearer realm="codelotse", error="invalid_token", resource_metadata="` + s.url + `/.well-known/oauth-protected-resource/mcp"`
+	refresh := `Bearer realm="codelotse", error="invalid_token", error_description="sign in to CodeLotse to refresh access", resource_metadata="` + s.url + `/.well-known/oauth-protected-resource/mcp"`
+
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		www     string
+	}{
+		{"missing", nil, challenge},
+		{"other scheme", map[string]string{"Authorization": "Basic " + valid}, challenge},
+		{"malformed", map[string]string{"Authorization": "Bearer not-a-token"}, challenge},
+		{"two spaces", map[string]string{"Authorization": "Bearer  " + valid}, challenge},
+		{"truncated", map[string]string{"Authorization": "Bearer " + valid[:len(valid)-1]}, challenge},
+		{"unknown", map[string]string{"Authorization": "Bearer clt_" + strings.Repeat("A", 43)}, challenge},
+		{"cookie only", map[string]string{"Cookie": "session=" + valid}, challenge},
+		{"revoked", map[string]string{"Authorization": "Bearer " + revoked}, challenge},
+		{"expired", map[string]string{"Authorization": "Bearer " + expired}, challenge},
+		{"user deleted", map[string]string{"Authorization": "Bearer " + gone}, challenge},
+		{"MCP switched off", map[string]string{"Authorization": "Bearer " + quiet}, challenge},
+		{"stale membership", map[string]string{"Authorization": "Bearer " + stale}, refresh},
+	} {
+		t.Run("401 "+tc.name, func(t *testing.T) {
+			resp, body := post(t, s, listCall, with(tc.headers, "Mcp-Protocol-Version", "2025-06-18"))
+			if resp.StatusCode != 401 {
+				t.Fatalf("status %d, want 401; body %s", resp.StatusCode, body)
+			}
+			if body != unauthorizedBody {
+				t.Errorf("body = %s", body)
+			}
+			if got := resp.Header.Get("WWW-Authenticate"); got != tc.www {
+				t.Errorf("WWW-Authenticate = %s\nwant %s", got, tc.www)
+			}
+		})
+	}
+
+	// MCP switched back on: the same token works at once; off again: 401.
+	s.cltctl("tenant", "set-mcp", "--slug", "quiet", "--enabled=true")
+	if resp, body := post(t, s, listCall, with(legacy, "Authorization", "Bearer "+quiet)); resp.StatusCode != 200 {
+		t.Errorf("after switching MCP on: %d %s", resp.StatusCode, body)
+	}
+	s.cltctl("tenant", "set-mcp", "--slug", "quiet", "--enabled=false")
+	if resp, _ := post(t, s, listCall, with(legacy, "Authorization", "Bearer "+quiet)); resp.StatusCode != 401 {
+		t.Errorf("after switching MCP off: %d, want 401", resp.StatusCode)
+	}
+
+	auth := with(legacy, "Authorization", "Bearer "+valid)
+	t.Run("valid token", func(t *testing.T) {
+		resp, body := post(t, s, listCall, auth)
+		if resp.StatusCode != 200 || !strings.Contains(body, "untrusted-data") {
+			t.Fatalf("status %d body %s", resp.StatusCode, body)
+		}
+		if resp.Header.Get("Mcp-Session-Id") != "" {
+			t.Error("stateless endpoint issued a session id")
+		}
+	})
+	t.Run("403 foreign origin", func(t *testing.T) {
+		resp, body := post(t, s, listCall, with(auth, "Origin", "https://evil.example"))
+		if resp.StatusCode != 403 {
+			t.Fatalf("status %d body %s", resp.StatusCode, body)
+		}
+		// A foreign origin is refused even without a token.
+		resp, _ = post(t, s, listCall, with(legacy, "Origin", "https://evil.example"))
+		if resp.StatusCode != 403 {
+			t.Errorf("foreign origin without token: %d, want 403", resp.StatusCode)
+		}
+	})
+	t.Run("own and allowed origins", func(t *testing.T) {
+		for _, o := range []string{s.url, "https://agent.example.com", "HTTPS://AGENT.EXAMPLE.COM:443"} {
+			if resp, body := post(t, s, listCall, with(auth, "Origin", o)); resp.StatusCode != 200 {
+				t.Errorf("origin %s: %d %s", o, resp.StatusCode, body)
+			}
+		}
+	})
+	t.Run("405 GET and DELETE", func(t *testing.T) {
+		for _, m := range []string{http.MethodGet, http.MethodDelete} {
+			req, _ := http.NewRequest(m, s.url+"/mcp", nil)
+			req.Header.Set("Authorization", "Bearer "+valid)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+				t.Errorf("%s: %d Allow=%q", m, resp.StatusCode, resp.Header.Get("Allow"))
+			}
+		}
+	})
+	t.Run("413 over 1 MiB", func(t *testing.T) {
+		big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_repositories","arguments":{"query":"` + strings.Repeat("a", 1<<20) + `"}}}`
+		resp, _ := post(t, s, big, auth)
+		if resp.StatusCode != 413 {
+			t.Errorf("status %d, want 413", resp.StatusCode)
+		}
+		// Chunked (no Content-Length) is caught while reading.
+		req, _ := http.NewRequest(http.MethodPost, s.url+"/mcp", io.MultiReader(strings.NewReader(big)))
+		req.ContentLength = -1
+		req.Header.Set("Authorization", "Bearer "+valid)
+		req.Header.Set("Content-Type", "application/json")
+		r2, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2.Body.Close()
+		if r2.StatusCode != 413 {
+			t.Errorf("chunked: status %d, want 413", r2.StatusCode)
+		}
+	})
+	t.Run("202 notification", func(t *testing.T) {
+		resp, body := post(t, s, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, auth)
+		if resp.StatusCode != 202 || body != "" {
+			t.Errorf("status %d body %q, want 202 and no body", resp.StatusCode, body)
+		}
+	})
+	t.Run("protocol errors are JSON-RPC errors", func(t *testing.T) {
+		resp, body := post(t, s, `{"jsonrpc":"2.0","id":7,"method":"no/such/method"}`, auth)
+		var msg struct {
+			Error *struct{ Code int } `json:"error"`
+		}
+		_ = json.Unmarshal([]byte(body), &msg)
+		if msg.Error == nil || msg.Error.Code != -32601 {
+			t.Errorf("unknown method: status %d body %s", resp.StatusCode, body)
+		}
+		if !strings.Contains(body, `"id":7`) {
+			t.Errorf("unknown method error does not carry the request id: %s", body)
+		}
+		for in, want := range map[string]int{
+			`{"jsonrpc":"2.0","id":8,`:          -32700,
+			`{"id":9,"method":"ping"}`:          -32600,
+			`"just a string"`:                   -32600,
+			`{"jsonrpc":"1.0","method":"ping"}`: -32600,
+		} {
+			resp, body = post(t, s, in, auth)
+			msg.Error = nil
+			_ = json.Unmarshal([]byte(body), &msg)
+			if resp.StatusCode != 400 || msg.Error == nil || msg.Error.Code != want {
+				t.Errorf("%s: status %d body %s, want 400 and code %d", in, resp.StatusCode, body, want)
+			}
+		}
+	})
+	t.Run("protected resource metadata", func(t *testing.T) {
+		for _, p := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+			resp, err := http.Get(s.url + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc map[string]any
+			err = json.NewDecoder(resp.Body).Decode(&doc)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%s: %d %v", p, resp.StatusCode, err)
+			}
+			if doc["resource"] != s.url+"/mcp" || doc["authorization_servers"] != nil {
+				t.Errorf("%s: %v", p, doc)
+			}
+		}
+	})
+	t.Run("health", func(t *testing.T) {
+		for _, p := range []string{"/healthz", "/readyz"} {
+			resp, err := http.Get(s.url + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("%s: %d", p, resp.StatusCode)
+			}
+		}
+	})
+
+	logs := s.logs.String()
+	for _, tok := range []string{valid, gone, stale, revoked, expired, quiet} {
+		if strings.Contains(logs, tok) {
+			t.Error("a token appears in the API's logs")
+		}
+	}
+	_ = bytes.MinRead
+}
