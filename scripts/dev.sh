@@ -4,7 +4,7 @@
 #
 # PostgreSQL, in this order: DATABASE_URL if set; a server on 127.0.0.1:5432
 # (trust authentication, user postgres); a private cluster under .data/ made
-# from this machine's PostgreSQL binaries; `docker compose up -d db`.
+# from this machine's PostgreSQL binaries (port 54329); `docker compose up -d db`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,8 +42,13 @@ start_local_cluster() {
   export DATABASE_URL="postgres://postgres@127.0.0.1:$port/$DB_NAME?sslmode=disable"
 }
 
+# MAKE_RUN_PG=local forces the private cluster under .data/ (auto: the order above).
+mode="${MAKE_RUN_PG:-auto}"
 if [ -z "${DATABASE_URL:-}" ]; then
-  if port_open 127.0.0.1 5432; then
+  if [ "$mode" = local ]; then
+    bin=$(pg_bin) || { echo "make run: no PostgreSQL binaries found for a local cluster" >&2; exit 1; }
+    start_local_cluster "$bin"
+  elif port_open 127.0.0.1 5432; then
     export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB_NAME?sslmode=disable"
   elif bin=$(pg_bin); then
     start_local_cluster "$bin"

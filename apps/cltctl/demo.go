@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -122,6 +121,6 @@ Connect Claude Code:
   claude mcp add --transport http codelotse %s/mcp --header "Authorization: Bearer %s"
 
 Open %s/ in a browser for the connection guide.
-`, demoSlug, demoMember, demoRepo, codelotse.GrantMaxAge.Round(time.Hour), secret, *public, secret, *public)
+`, demoSlug, demoMember, demoRepo, fmt.Sprintf("%d hours", int(codelotse.GrantMaxAge.Hours())), secret, *public, secret, *public)
 	return nil
 }
