@@ -109,7 +109,7 @@ func TestMCPTwoTenants(t *testing.T) {
 					t.Errorf("tool %s annotations = %+v, want readOnly, idempotent, closed world, titled", tl.Name, a)
 				}
 			}
-			if !slices.Equal(names, []string{"get_rules", "list_repositories"}) {
+			if !slices.Equal(names, []string{"get_file_contents", "get_fix_prompt", "get_pull_request_review", "get_rules", "list_repositories", "search_code", "search_findings"}) {
 				t.Errorf("tools = %v", names)
 			}
 

@@ -72,6 +72,9 @@ var commands = map[string]command{
 	"repo grant":     {"let a user view a repository", cmdRepoGrant},
 	"rule add":       {"add or replace a review rule", cmdRuleAdd},
 	"demo":           {"seed the demo tenant and print a fresh demo token (make run)", cmdDemo},
+	"import review":  {"import a native review JSON document (docs/review-format.md)", cmdImportReview},
+	"import sarif":   {"import SARIF 2.1.0 results as findings", cmdImportSARIF},
+	"index":          {"index a local git checkout at a commit for search_code", cmdIndex},
 }
 
 // usageError marks errors in how cltctl was called (exit status 2).
@@ -125,18 +128,33 @@ func (e *env) flags(name string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args and refuses positional arguments beyond want.
+// parse parses args (flags may come before or after positional arguments)
+// and refuses a number of positional arguments other than want. The
+// positional arguments are returned.
 func parse(fs *flag.FlagSet, args []string, want int) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return usageError{"help requested"}
+	_, err := parsePositional(fs, args, want)
+	return err
+}
+
+func parsePositional(fs *flag.FlagSet, args []string, want int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, usageError{"help requested"}
+			}
+			return nil, usageError{err.Error()}
 		}
-		return usageError{err.Error()}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	if fs.NArg() != want {
-		return usageError{fmt.Sprintf("%s: expected %d positional arguments, got %d", fs.Name(), want, fs.NArg())}
+	if len(pos) != want {
+		return nil, usageError{fmt.Sprintf("%s: expected %d positional arguments, got %d", fs.Name(), want, len(pos))}
 	}
-	return nil
+	return pos, nil
 }
 
 // need refuses missing required flags by name.

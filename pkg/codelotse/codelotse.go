@@ -200,3 +200,74 @@ func (g Grants) CanView(id int64) bool {
 	}
 	return false
 }
+
+// PullRequest is a pull request of a repository.
+type PullRequest struct {
+	ID           int64
+	RepositoryID int64
+	Number       int
+	Title        string
+	Author       string
+	State        string // open, closed, merged
+	BaseRef      string
+	HeadRef      string
+	HeadSHA      string
+	URL          string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Review is one review of a pull request (or, for analyser imports without a
+// pull request, of a repository at a commit).
+type Review struct {
+	ID            int64
+	RepositoryID  int64
+	PullRequestID *int64
+	ExternalID    string
+	CommitSHA     string
+	Status        string
+	Summary       string
+	Author        string
+	CreatedAt     time.Time
+}
+
+// Finding statuses.
+const (
+	StatusOpen      = "open"
+	StatusResolved  = "resolved"
+	StatusDismissed = "dismissed"
+)
+
+// Finding is one claim of a review about the code.
+type Finding struct {
+	ID            int64
+	RepositoryID  int64
+	RepoFullName  string
+	PullRequestID *int64
+	PRNumber      *int
+	ReviewID      *int64
+	RuleKey       string
+	Severity      Severity
+	Status        string
+	Path          string
+	StartLine     *int
+	EndLine       *int
+	Title         string
+	Body          string
+	Suggestion    string
+	Fingerprint   string
+	CommitSHA     string
+	Source        string
+	CreatedAt     time.Time
+}
+
+// ReviewImport is a pull request, one review and its findings, as read from
+// an import file (native review JSON or SARIF) before it is stored.
+type ReviewImport struct {
+	Repository  string // full name, must be registered in the tenant
+	PullRequest *PullRequest
+	Review      Review
+	Findings    []Finding
+	// Source names the importer ("review-json", "sarif:<tool>").
+	Source string
+}

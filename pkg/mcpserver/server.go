@@ -79,7 +79,7 @@ type tool struct {
 
 // tools lists every tool, in the order tools/list shows them.
 func tools() []tool {
-	return []tool{listRepositories, getRules}
+	return []tool{listRepositories, getPullRequestReview, searchFindings, getRules, getFixPrompt, searchCode, getFileContents}
 }
 
 func (t tool) def() *mcp.Tool {

@@ -84,7 +84,7 @@ func runListRepositories(ctx context.Context, s *session, raw json.RawMessage) (
 		}
 		items[i] = o
 	}
-	cursorAt := func(i int) string {
+	cursorAt := func(i int) any {
 		return encodeCursor("list_repositories", listReposPos{Name: repos[i].FullName, ID: repos[i].ID, Query: in.Query})
 	}
 	doc := shape.Doc{

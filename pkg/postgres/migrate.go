@@ -94,8 +94,10 @@ func Migrate(ctx context.Context, conn *pgx.Conn, opts MigrateOptions) (applied 
 		if _, err := tx.Exec(ctx, "RESET ROLE"); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, expand(policies.Admin, r)); err != nil {
-			return fmt.Errorf("policies/auth.sql: %w", err)
+		for _, sql := range policies.Admin() {
+			if _, err := tx.Exec(ctx, expand(sql, r)); err != nil {
+				return fmt.Errorf("policies (admin phase): %w", err)
+			}
 		}
 		return nil
 	})
@@ -112,6 +114,7 @@ func expand(sql string, r Roles) string {
 		"{{owner}}", pgx.Identifier{r.Owner}.Sanitize(),
 		"{{app}}", pgx.Identifier{r.App}.Sanitize(),
 		"{{auth}}", pgx.Identifier{r.Auth}.Sanitize(),
+		"{{search}}", pgx.Identifier{r.Search}.Sanitize(),
 	).Replace(sql)
 }
 
@@ -127,7 +130,7 @@ func ensureRoles(ctx context.Context, conn *pgx.Conn, opts MigrateOptions) error
 	for _, role := range []struct {
 		name  string
 		login bool
-	}{{r.Owner, false}, {r.App, true}, {r.Auth, false}} {
+	}{{r.Owner, false}, {r.App, true}, {r.Auth, false}, {r.Search, false}} {
 		id := pgx.Identifier{role.name}.Sanitize()
 		login := "NOLOGIN"
 		if role.login {

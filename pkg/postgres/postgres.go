@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,6 +34,8 @@ type Roles struct {
 	// Auth owns the SECURITY DEFINER functions of the system purposes
 	// (NOLOGIN).
 	Auth string
+	// Search owns the code-search candidate function (NOLOGIN).
+	Search string
 }
 
 // DefaultRolePrefix is the role prefix when none is configured.
@@ -48,7 +51,7 @@ func RolesFor(prefix string) (Roles, error) {
 	if !rolePrefixRE.MatchString(prefix) {
 		return Roles{}, codelotse.Errorf(codelotse.Invalid, "role prefix %q must match %s", prefix, rolePrefixRE)
 	}
-	return Roles{Owner: prefix + "_owner", App: prefix + "_app", Auth: prefix + "_auth"}, nil
+	return Roles{Owner: prefix + "_owner", App: prefix + "_app", Auth: prefix + "_auth", Search: prefix + "_search"}, nil
 }
 
 // RuntimeConnString returns adminURL with the runtime role as user and, when
@@ -204,3 +207,5 @@ func isDuplicateObject(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "42710"
 }
+
+func fmtInt(n int64) string { return strconv.FormatInt(n, 10) }

@@ -135,3 +135,16 @@ func ResolveRepository(ctx context.Context, db *DB, tenantID string, f RepoFilte
 	r.TenantID = tenantID
 	return r, nil
 }
+
+// IndexedRepositoryIDs lists the viewable repositories that have a code index.
+func IndexedRepositoryIDs(ctx context.Context, db *DB, tenantID string, f RepoFilter) ([]int64, error) {
+	var ids []int64
+	err := db.ReadTenant(ctx, tenantID, `SELECT id FROM repositories
+		WHERE tenant_id = $1 AND ($2 OR id = ANY($3)) AND indexed_commit IS NOT NULL ORDER BY id`,
+		[]any{tenantID, f.All, f.IDs}, func(rows pgx.Rows) error {
+			var err error
+			ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			return err
+		})
+	return ids, err
+}

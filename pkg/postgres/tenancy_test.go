@@ -98,7 +98,7 @@ func TestRLSCatalog(t *testing.T) {
 	if err := env.App.CheckRuntimeRole(ctx); err != nil {
 		t.Errorf("runtime role check: %v", err)
 	}
-	for _, r := range []string{env.Roles.Owner, env.Roles.App, env.Roles.Auth} {
+	for _, r := range []string{env.Roles.Owner, env.Roles.App, env.Roles.Auth, env.Roles.Search} {
 		var super, bypass bool
 		var owned int
 		if err := env.Admin.Pool.QueryRow(ctx, `SELECT rolsuper, rolbypassrls,

@@ -41,13 +41,19 @@ type Redactor interface {
 // end. Cursor, when set, returns the cursor that continues after item i (the
 // last one kept) so that a truncated page can be resumed.
 type Doc struct {
+	// Lead is trusted text from the tool itself (never data), written before
+	// the fence preamble: get_fix_prompt frames its task there.
+	Lead    string
 	Head    []Field
 	ListKey string
 	Items   []any
 	// NextCursor is the cursor the tool would return anyway (more pages
-	// exist); empty if this is the last page.
-	NextCursor string
-	Cursor     func(i int) string
+	// exist); nil if this is the last page.
+	NextCursor any
+	// Cursor returns the value that continues right after item i.
+	Cursor func(i int) any
+	// CursorKey names the continuation key (default "next_cursor").
+	CursorKey string
 }
 
 // Field is one key of the document head.
@@ -103,6 +109,10 @@ func (s *Shaper) Shape(d Doc) (Result, error) {
 	nonce := newNonce()
 	build := func(n int, truncated bool, limitStr int) []byte {
 		var b bytes.Buffer
+		if d.Lead != "" {
+			b.WriteString(d.Lead)
+			b.WriteString("\n\n")
+		}
 		b.WriteString(Preamble)
 		b.WriteString("\n<untrusted-data id=\"" + nonce + "\">\n{")
 		first := true
@@ -133,13 +143,17 @@ func (s *Shaper) Shape(d Doc) (Result, error) {
 			if n < len(items) {
 				// Continue right after the last item kept; with nothing
 				// kept there is no position to continue from.
-				next = ""
+				next = nil
 				if d.Cursor != nil && n > 0 {
 					next = d.Cursor(n - 1)
 				}
 			}
-			if next != "" {
-				key("next_cursor")
+			if next != nil && next != "" {
+				ck := d.CursorKey
+				if ck == "" {
+					ck = "next_cursor"
+				}
+				key(ck)
 				nb, _ := json.Marshal(next)
 				b.Write(nb)
 			}

@@ -122,7 +122,7 @@ func (env *Env) drop(t testing.TB, base *pgx.ConnConfig, dbName string) {
 	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{dbName}.Sanitize()+" WITH (FORCE)"); err != nil {
 		t.Errorf("pgtest cleanup: drop database: %v", err)
 	}
-	for _, r := range []string{env.Roles.Auth, env.Roles.App, env.Roles.Owner} {
+	for _, r := range []string{env.Roles.Search, env.Roles.Auth, env.Roles.App, env.Roles.Owner} {
 		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{r}.Sanitize()); err != nil {
 			t.Errorf("pgtest cleanup: drop role %s: %v", r, err)
 		}

@@ -1,0 +1,202 @@
+package codeindex
+
+import (
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+)
+
+// MinLiteral is the shortest literal worth a trigram prefilter.
+const MinLiteral = 3
+
+// Plan is a parsed search.
+type Plan struct {
+	// Match confirms a line.
+	Match *regexp.Regexp
+	// Literals must all occur (case-insensitively) in a chunk that can
+	// match; they become ILIKE prefilters. Empty: no prefilter.
+	Literals []string
+}
+
+// Scoped reports whether the plan can use the trigram index.
+func (p Plan) Scoped() bool { return len(p.Literals) > 0 }
+
+// LikePatterns returns the prefilters as ILIKE patterns.
+func (p Plan) LikePatterns() []string {
+	out := make([]string, len(p.Literals))
+	for i, l := range p.Literals {
+		out[i] = "%" + EscapeLike(l) + "%"
+	}
+	return out
+}
+
+// EscapeLike escapes LIKE wildcards with backslash (PostgreSQL's default
+// escape character).
+func EscapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// MaxQuery bounds the length of a query.
+const MaxQuery = 1000
+
+// NewPlan parses a query: a literal (regex false) or an RE2 regular
+// expression. Matching is per line.
+func NewPlan(query string, isRegex, caseSensitive bool) (Plan, error) {
+	if query == "" {
+		return Plan{}, codelotse.Errorf(codelotse.Invalid, `Missing required argument "query".`)
+	}
+	if len(query) > MaxQuery {
+		return Plan{}, codelotse.Errorf(codelotse.Invalid, "The query is longer than %d characters.", MaxQuery)
+	}
+	if strings.ContainsAny(query, "\n\r") {
+		return Plan{}, codelotse.Errorf(codelotse.Invalid, "Search matches one line at a time; the query must not contain a line break.")
+	}
+	flags := ""
+	if !caseSensitive {
+		flags = "(?i)"
+	}
+	if !isRegex {
+		re := regexp.MustCompile(flags + regexp.QuoteMeta(query))
+		var lits []string
+		if utf8.RuneCountInString(query) >= MinLiteral {
+			lits = []string{query}
+		}
+		return Plan{Match: re, Literals: lits}, nil
+	}
+	re, err := regexp.Compile(flags + query)
+	if err != nil {
+		msg := err.Error()
+		msg = strings.TrimPrefix(msg, "error parsing regexp: ")
+		return Plan{}, codelotse.Errorf(codelotse.Invalid, "Invalid regular expression (RE2 syntax): %s.", msg)
+	}
+	parsed, err := syntax.Parse(query, syntax.Perl)
+	if err != nil {
+		return Plan{}, codelotse.Errorf(codelotse.Invalid, "Invalid regular expression (RE2 syntax): %v.", err)
+	}
+	lits := requiredLiterals(parsed.Simplify())
+	var keep []string
+	for _, l := range lits {
+		if utf8.RuneCountInString(l) >= MinLiteral {
+			keep = append(keep, l)
+		}
+	}
+	// The longest literals filter best; three are plenty.
+	sortByLenDesc(keep)
+	if len(keep) > 3 {
+		keep = keep[:3]
+	}
+	return Plan{Match: re, Literals: keep}, nil
+}
+
+// requiredLiterals returns literal strings that every match must contain.
+func requiredLiterals(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return []string{string(re.Rune)}
+	case syntax.OpCapture:
+		return requiredLiterals(re.Sub[0])
+	case syntax.OpPlus:
+		return requiredLiterals(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredLiterals(re.Sub[0])
+		}
+		return nil
+	case syntax.OpConcat:
+		// Adjacent literals join into one longer literal; other required
+		// pieces contribute their own literals.
+		var out []string
+		var run strings.Builder
+		flush := func() {
+			if run.Len() > 0 {
+				out = append(out, run.String())
+				run.Reset()
+			}
+		}
+		for _, sub := range re.Sub {
+			if sub.Op == syntax.OpLiteral {
+				run.WriteString(string(sub.Rune))
+				continue
+			}
+			flush()
+			out = append(out, requiredLiterals(sub)...)
+		}
+		flush()
+		return out
+	}
+	// Alternations, classes, stars and anchors require no literal.
+	return nil
+}
+
+func sortByLenDesc(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && len(s[j]) > len(s[j-1]); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// PathFilter matches paths by prefix or by glob (when the pattern contains
+// *, ? or [). "**" matches any number of directories.
+type PathFilter struct {
+	Prefix string // literal prefix for the database
+	re     *regexp.Regexp
+}
+
+// NewPathFilter parses a path argument.
+func NewPathFilter(p string) (PathFilter, error) {
+	p = strings.TrimPrefix(p, "./")
+	p = strings.TrimPrefix(p, "/")
+	i := strings.IndexAny(p, "*?[")
+	if i < 0 {
+		return PathFilter{Prefix: p}, nil
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	for j := 0; j < len(p); j++ {
+		c := p[j]
+		switch {
+		case c == '*' && j+1 < len(p) && p[j+1] == '*':
+			j++
+			if j+1 < len(p) && p[j+1] == '/' {
+				j++
+				b.WriteString("(?:.*/)?")
+			} else {
+				b.WriteString(".*")
+			}
+		case c == '*':
+			b.WriteString("[^/]*")
+		case c == '?':
+			b.WriteString("[^/]")
+		case c == '[':
+			k := strings.IndexByte(p[j:], ']')
+			if k < 0 {
+				return PathFilter{}, codelotse.Errorf(codelotse.Invalid, "Invalid path glob %q: unclosed [.", p)
+			}
+			b.WriteString(p[j : j+k+1])
+			j += k
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return PathFilter{}, codelotse.Errorf(codelotse.Invalid, "Invalid path glob %q.", p)
+	}
+	return PathFilter{Prefix: p[:i], re: re}, nil
+}
+
+// Match reports whether a path passes the filter.
+func (f PathFilter) Match(p string) bool {
+	if f.re != nil {
+		return f.re.MatchString(p)
+	}
+	return strings.HasPrefix(p, f.Prefix)
+}
+
+// IsGlob reports whether the filter is a glob.
+func (f PathFilter) IsGlob() bool { return f.re != nil }

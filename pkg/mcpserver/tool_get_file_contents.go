@@ -1,0 +1,124 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/shape"
+)
+
+var getFileContents = tool{
+	name:  "get_file_contents",
+	title: "Get file contents",
+	description: "Returns one file of the code index (or a window of its lines) at the repository's indexed commit, numbered, with the total line count. " +
+		"Long files come back in windows: when the result says truncated, call again with start_line set to next_start_line. " +
+		"Use search_code to find where to look.",
+	schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "repository": {"type": ["string", "integer"], "description": "Repository id or full name (owner/name)."},
+    "path": {"type": "string", "minLength": 1, "description": "File path relative to the repository root, as search_code returns it."},
+    "start_line": {"type": "integer", "minimum": 1, "description": "First line to return (default 1)."},
+    "end_line": {"type": "integer", "minimum": 1, "description": "Last line to return (default: the end of the file)."}
+  },
+  "required": ["repository", "path"],
+  "additionalProperties": false
+}`),
+	run: runGetFileContents,
+}
+
+// maxFileWindow bounds the lines read per call; the 32 KiB cap usually
+// shortens the window further.
+const maxFileWindow = 2000
+
+func runGetFileContents(ctx context.Context, s *session, raw json.RawMessage) (shape.Doc, error) {
+	var in struct {
+		Repository json.RawMessage `json:"repository"`
+		Path       string          `json:"path"`
+		StartLine  *int            `json:"start_line"`
+		EndLine    *int            `json:"end_line"`
+	}
+	if err := decodeArgs(raw, &in); err != nil {
+		return shape.Doc{}, err
+	}
+	ref, given, err := repositoryArg(in.Repository)
+	if err != nil {
+		return shape.Doc{}, err
+	}
+	if !given {
+		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, `Missing required argument "repository".`)
+	}
+	if in.Path == "" {
+		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, `Missing required argument "path".`)
+	}
+	from, to := 1, 0
+	if in.StartLine != nil {
+		if *in.StartLine < 1 {
+			return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "start_line must be 1 or more.")
+		}
+		from = *in.StartLine
+	}
+	if in.EndLine != nil {
+		if *in.EndLine < from {
+			return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "end_line must not be before start_line.")
+		}
+		to = *in.EndLine
+	}
+	if to == 0 || to-from+1 > maxFileWindow {
+		to = from + maxFileWindow - 1
+	}
+	r, err := postgres.ResolveRepository(ctx, s.deps.DB, s.principal.TenantID, s.filter(), ref)
+	if err != nil {
+		return shape.Doc{}, err
+	}
+	if r.IndexedCommit == "" {
+		return shape.Doc{}, codelotse.Errorf(codelotse.NotFound, "Repository %s has no code index yet.", r.FullName)
+	}
+	f, err := postgres.ReadIndexedFile(ctx, s.deps.DB, s.principal.TenantID, r.ID, trimPath(in.Path), from, to)
+	if err != nil {
+		return shape.Doc{}, err
+	}
+	if f.SkipReason != "" {
+		return shape.Doc{}, codelotse.Errorf(codelotse.NotFound, "%s is in the repository but not indexed (%s, %d bytes).", f.Path, f.SkipReason, f.Size)
+	}
+	if from > f.LineCount && f.LineCount > 0 {
+		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "start_line %d is past the end of the file (%d lines).", from, f.LineCount)
+	}
+	last := f.FirstLine + len(f.Lines) - 1
+	items := make([]any, len(f.Lines))
+	for i, l := range f.Lines {
+		items[i] = fmt.Sprintf("%d: %s", f.FirstLine+i, l)
+	}
+	doc := shape.Doc{
+		Head: []shape.Field{
+			{Key: "repository", Value: r.FullName},
+			{Key: "commit", Value: f.Commit},
+			{Key: "path", Value: f.Path},
+			{Key: "language", Value: f.Language},
+			{Key: "total_lines", Value: f.LineCount},
+			{Key: "start_line", Value: f.FirstLine},
+		},
+		ListKey:   "lines",
+		Items:     items,
+		CursorKey: "next_start_line",
+		Cursor:    func(i int) any { return f.FirstLine + i + 1 },
+	}
+	if last < f.LineCount && (in.EndLine == nil || last < *in.EndLine) {
+		doc.NextCursor = last + 1
+	}
+	return doc, nil
+}
+
+func trimPath(p string) string {
+	for len(p) > 0 && (p[0] == '/' || (len(p) > 1 && p[:2] == "./")) {
+		if p[0] == '/' {
+			p = p[1:]
+		} else {
+			p = p[2:]
+		}
+	}
+	return p
+}

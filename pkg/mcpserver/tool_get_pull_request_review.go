@@ -1,0 +1,106 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/shape"
+)
+
+var getPullRequestReview = tool{
+	name:  "get_pull_request_review",
+	title: "Get a pull request review",
+	description: "Returns a pull request (number, title, author, state, branches, head commit, url), one of its reviews (the latest unless review_id is given, with summary and counts by severity) and that review's findings with rule, severity, status, location, body and suggestion. " +
+		"Call get_fix_prompt to work on the findings, or get_file_contents to read the code they point at.",
+	schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "repository": {"type": ["string", "integer"], "description": "Repository id or full name (owner/name)."},
+    "number": {"type": "integer", "minimum": 1, "description": "Pull request number."},
+    "review_id": {"type": "integer", "minimum": 1, "description": "A review id from other_review_ids; default: the latest review."}
+  },
+  "required": ["repository", "number"],
+  "additionalProperties": false
+}`),
+	run: runGetPullRequestReview,
+}
+
+func runGetPullRequestReview(ctx context.Context, s *session, raw json.RawMessage) (shape.Doc, error) {
+	var in struct {
+		Repository json.RawMessage `json:"repository"`
+		Number     *int            `json:"number"`
+		ReviewID   *int64          `json:"review_id"`
+	}
+	if err := decodeArgs(raw, &in); err != nil {
+		return shape.Doc{}, err
+	}
+	r, err := s.requiredRepo(ctx, in.Repository)
+	if err != nil {
+		return shape.Doc{}, err
+	}
+	if in.Number == nil {
+		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, `Missing required argument "number".`)
+	}
+	if *in.Number < 1 {
+		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "number must be a positive pull request number.")
+	}
+	d, err := postgres.GetReview(ctx, s.deps.DB, s.principal.TenantID, r.ID, *in.Number, in.ReviewID)
+	if err != nil {
+		return shape.Doc{}, err
+	}
+	p := d.PullRequest
+	others := []int64{}
+	for _, id := range d.Reviews {
+		if id != d.Review.ID {
+			others = append(others, id)
+		}
+	}
+	items := make([]any, len(d.Findings))
+	for i, f := range d.Findings {
+		items[i] = findingItem(f, false)
+	}
+	return shape.Doc{
+		Head: []shape.Field{
+			{Key: "repository", Value: r.FullName},
+			{Key: "pull_request", Value: struct {
+				Number  int    `json:"number"`
+				Title   string `json:"title"`
+				Author  string `json:"author"`
+				State   string `json:"state"`
+				Base    string `json:"base"`
+				Head    string `json:"head"`
+				HeadSHA string `json:"head_sha"`
+				URL     string `json:"url"`
+			}{p.Number, p.Title, p.Author, p.State, p.BaseRef, p.HeadRef, p.HeadSHA, p.URL}},
+			{Key: "review", Value: struct {
+				ID             int64          `json:"id"`
+				CreatedAt      string         `json:"created_at"`
+				Commit         string         `json:"commit"`
+				Status         string         `json:"status"`
+				Author         string         `json:"author"`
+				Summary        string         `json:"summary"`
+				Counts         map[string]int `json:"counts_by_severity"`
+				Total          int            `json:"total_findings"`
+				OtherReviewIDs []int64        `json:"other_review_ids"`
+			}{d.Review.ID, d.Review.CreatedAt.UTC().Format(time.RFC3339), d.Review.CommitSHA, d.Review.Status, d.Review.Author,
+				d.Review.Summary, severityCounts(d.Findings), len(d.Findings), others}},
+		},
+		ListKey: "findings",
+		Items:   items,
+	}, nil
+}
+
+// requiredRepo resolves a required repository argument.
+func (s *session) requiredRepo(ctx context.Context, raw json.RawMessage) (codelotse.Repository, error) {
+	ref, given, err := repositoryArg(raw)
+	if err != nil {
+		return codelotse.Repository{}, err
+	}
+	if !given {
+		return codelotse.Repository{}, codelotse.Errorf(codelotse.Invalid, `Missing required argument "repository".`)
+	}
+	return postgres.ResolveRepository(ctx, s.deps.DB, s.principal.TenantID, s.filter(), ref)
+}

@@ -1,0 +1,219 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codeindex"
+	"github.com/codelotse/codelotse/pkg/codelotse"
+)
+
+// IndexResult says what ReplaceIndex stored.
+type IndexResult struct {
+	Commit  string
+	Files   int
+	Chunks  int
+	Skipped []codeindex.File
+}
+
+// ReplaceIndex stores a repository's snapshot as its code index, replacing
+// the previous one in the caller's transaction: readers see the old index
+// until the transaction commits and the new one after, never a mix.
+func ReplaceIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64, snap codeindex.Snapshot, actor Actor) (IndexResult, error) {
+	res := IndexResult{Commit: snap.Commit}
+	if _, err := tx.Exec(ctx, `DELETE FROM code_files WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID); err != nil {
+		return res, err
+	}
+	n := len(snap.Files)
+	paths, langs, blobs, skips := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
+	sizes := make([]int64, n)
+	counts := make([]int32, n)
+	for i, f := range snap.Files {
+		paths[i], langs[i], blobs[i], sizes[i], counts[i] = f.Path, f.Language, f.BlobSHA, f.Size, int32(len(f.Lines))
+		if f.SkipReason != "" {
+			r := f.SkipReason
+			skips[i] = &r
+			res.Skipped = append(res.Skipped, f)
+		}
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO code_files (tenant_id, repository_id, commit_sha, path, language, size, blob_sha, line_count, skip_reason)
+		SELECT $1, $2, $3, u.path, u.lang, u.size, u.blob, u.lines, u.skip
+		FROM unnest($4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[]) AS u(path, lang, size, blob, lines, skip)
+		RETURNING id, path`, tenantID, repoID, snap.Commit, paths, langs, sizes, blobs, counts, skips)
+	if err != nil {
+		return res, err
+	}
+	ids := make(map[string]int64, n)
+	for rows.Next() {
+		var id int64
+		var p string
+		if err := rows.Scan(&id, &p); err != nil {
+			rows.Close()
+			return res, err
+		}
+		ids[p] = id
+	}
+	if err := rows.Err(); err != nil {
+		return res, err
+	}
+	res.Files = n
+
+	// Chunks go in with COPY, in path order, so that chunk ids (the search
+	// order) follow paths.
+	var chunkRows [][]any
+	for _, f := range snap.Files {
+		if f.SkipReason != "" {
+			continue
+		}
+		for _, c := range codeindex.Chunks(f.Lines) {
+			chunkRows = append(chunkRows, []any{tenantID, repoID, ids[f.Path], int32(c.StartLine), int32(c.EndLine), c.Content})
+		}
+	}
+	copied, err := tx.CopyFrom(ctx, pgx.Identifier{"code_chunks"},
+		[]string{"tenant_id", "repository_id", "file_id", "start_line", "end_line", "content"}, pgx.CopyFromRows(chunkRows))
+	if err != nil {
+		return res, err
+	}
+	res.Chunks = int(copied)
+	if _, err := tx.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now() WHERE tenant_id = $1 AND id = $2`,
+		tenantID, repoID, snap.Commit); err != nil {
+		return res, err
+	}
+	return res, insertAudit(ctx, tx, tenantID, actor, "repository.indexed", snap.Commit,
+		map[string]any{"repository_id": repoID, "files": res.Files, "chunks": res.Chunks, "skipped": len(res.Skipped)})
+}
+
+// Candidate is one chunk returned by the search function.
+type Candidate struct {
+	ChunkID      int64
+	RepositoryID int64
+	FullName     string
+	Commit       string
+	Path         string
+	StartLine    int
+	EndLine      int
+	LineCount    int
+	Content      string
+}
+
+// SearchTimeout bounds each candidate query (ARCHITECTURE §6.6).
+const SearchTimeout = 2 * time.Second
+
+// ErrSearchTimeout is returned when the statement timeout cancelled a search.
+var ErrSearchTimeout = codelotse.Errorf(codelotse.Invalid, "The search took longer than 2 seconds and was stopped; narrow it with repository, path or a longer literal.")
+
+// SearchCandidates runs search_code_candidates for the tenant: chunks of
+// repoIDs containing all patterns, under pathPrefix, after chunk afterID.
+func SearchCandidates(ctx context.Context, db *DB, tenantID string, repoIDs []int64, patterns []string, pathPrefix string, afterID int64, limit int) ([]Candidate, error) {
+	if patterns == nil {
+		patterns = []string{}
+	}
+	var out []Candidate
+	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = '2s'"); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content
+			FROM search_code_candidates($1, $2, $3, $4, $5)`, repoIDs, patterns, pathPrefix, afterID, limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Candidate, error) {
+			var c Candidate
+			err := r.Scan(&c.ChunkID, &c.RepositoryID, &c.FullName, &c.Commit, &c.Path, &c.StartLine, &c.EndLine, &c.LineCount, &c.Content)
+			return c, err
+		})
+		return err
+	})
+	if err != nil && isQueryCanceled(err) {
+		return nil, ErrSearchTimeout
+	}
+	return out, err
+}
+
+// IndexedFile is one file of the code index.
+type IndexedFile struct {
+	RepositoryID int64
+	Commit       string
+	Path         string
+	Language     string
+	Size         int64
+	LineCount    int
+	SkipReason   string
+	// Lines holds the requested window (first line is FirstLine).
+	Lines     []string
+	FirstLine int
+}
+
+// ReadIndexedFile reads lines [from, to] (1-based, inclusive; to 0 = end)
+// of a file at the repository's indexed commit.
+func ReadIndexedFile(ctx context.Context, db *DB, tenantID string, repoID int64, path string, from, to int) (IndexedFile, error) {
+	var f IndexedFile
+	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		var fileID int64
+		var skip *string
+		err := tx.QueryRow(ctx, `SELECT f.id, f.commit_sha, f.path, f.language, f.size, f.line_count, f.skip_reason
+			FROM code_files f JOIN repositories r ON r.tenant_id = f.tenant_id AND r.id = f.repository_id AND r.indexed_commit = f.commit_sha
+			WHERE f.tenant_id = $1 AND f.repository_id = $2 AND f.path = $3`, tenantID, repoID, path).
+			Scan(&fileID, &f.Commit, &f.Path, &f.Language, &f.Size, &f.LineCount, &skip)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return codelotse.Errorf(codelotse.NotFound, "File not found in the code index: %s", path)
+		}
+		if err != nil {
+			return err
+		}
+		f.RepositoryID = repoID
+		if skip != nil {
+			f.SkipReason = *skip
+			return nil
+		}
+		if to == 0 || to > f.LineCount {
+			to = f.LineCount
+		}
+		if from < 1 {
+			from = 1
+		}
+		if from > to {
+			f.FirstLine = from
+			return nil
+		}
+		rows, err := tx.Query(ctx, `SELECT start_line, content FROM code_chunks
+			WHERE tenant_id = $1 AND file_id = $2 AND end_line >= $3 AND start_line <= $4 ORDER BY start_line`,
+			tenantID, fileID, from, to)
+		if err != nil {
+			return err
+		}
+		lines := make([]string, 0, to-from+1)
+		next := from
+		for rows.Next() {
+			var start int
+			var content string
+			if err := rows.Scan(&start, &content); err != nil {
+				rows.Close()
+				return err
+			}
+			for i, l := range strings.Split(content, "\n") {
+				n := start + i
+				if n == next && n <= to {
+					lines = append(lines, l)
+					next++
+				}
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		f.Lines, f.FirstLine = lines, from
+		return nil
+	})
+	return f, err
+}
+
+// isQueryCanceled reports a statement cancelled by statement_timeout.
+func isQueryCanceled(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "57014") || strings.Contains(err.Error(), "canceling statement due to statement timeout"))
+}

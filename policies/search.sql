@@ -1,0 +1,73 @@
+-- Purpose code.search: the candidate step of search_code (ARCHITECTURE §6.6).
+--
+-- LIKE, ILIKE and regex operators are not leakproof, so under the tenant
+-- policy PostgreSQL evaluates the policy first and will not use the trigram
+-- index for the pattern. This function runs as {{search}}, which reads
+-- code_chunks, code_files and repositories under a permissive policy, and
+-- applies the tenant itself: the tenant comes from the caller's transaction
+-- (app.tenant_id) and the repositories from the caller's grants. It reads
+-- only the columns a search result needs.
+GRANT USAGE ON SCHEMA public TO {{search}};
+GRANT SELECT (tenant_id, id, repository_id, file_id, start_line, end_line, content) ON code_chunks TO {{search}};
+GRANT SELECT (tenant_id, id, repository_id, commit_sha, path, line_count) ON code_files TO {{search}};
+GRANT SELECT (tenant_id, id, full_name, indexed_commit) ON repositories TO {{search}};
+DROP POLICY IF EXISTS code_search_read ON code_chunks;
+CREATE POLICY code_search_read ON code_chunks FOR SELECT TO {{search}} USING (true);
+DROP POLICY IF EXISTS code_search_read ON code_files;
+CREATE POLICY code_search_read ON code_files FOR SELECT TO {{search}} USING (true);
+DROP POLICY IF EXISTS code_search_read ON repositories;
+CREATE POLICY code_search_read ON repositories FOR SELECT TO {{search}} USING (true);
+
+-- search_code_candidates returns the chunks of the given repositories (at
+-- their indexed commit) whose content contains every pattern
+-- (case-insensitive ILIKE patterns, already escaped by the caller) and
+-- whose path starts with p_path_prefix, in chunk order after p_after_chunk.
+-- The caller confirms each candidate line by line.
+CREATE OR REPLACE FUNCTION search_code_candidates(
+    p_repo_ids    bigint[],
+    p_patterns    text[],
+    p_path_prefix text,
+    p_after_chunk bigint,
+    p_limit       integer)
+RETURNS TABLE (
+    chunk_id      bigint,
+    repository_id bigint,
+    full_name     text,
+    commit_sha    text,
+    path          text,
+    start_line    integer,
+    end_line      integer,
+    line_count    integer,
+    content       text)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public
+AS $fn$
+DECLARE
+    v_tenant uuid := current_setting('app.tenant_id')::uuid;
+    v_sql    text;
+BEGIN
+    IF p_limit IS NULL OR p_limit < 1 OR p_limit > 5000 THEN
+        RAISE EXCEPTION 'search_code_candidates: limit must be 1..5000';
+    END IF;
+    IF coalesce(array_length(p_patterns, 1), 0) > 5 THEN
+        RAISE EXCEPTION 'search_code_candidates: at most 5 patterns';
+    END IF;
+    -- Patterns are bound as parameters ($6[i]), never spliced into the SQL.
+    v_sql := 'SELECT c.id, c.repository_id, r.full_name, f.commit_sha, f.path, c.start_line, c.end_line, f.line_count, c.content
+        FROM public.code_chunks c
+        JOIN public.code_files f ON f.tenant_id = c.tenant_id AND f.id = c.file_id
+        JOIN public.repositories r ON r.tenant_id = c.tenant_id AND r.id = c.repository_id AND r.indexed_commit = f.commit_sha
+        WHERE c.tenant_id = $1 AND c.repository_id = ANY($2) AND c.id > $4';
+    FOR i IN 1 .. coalesce(array_length(p_patterns, 1), 0) LOOP
+        v_sql := v_sql || format(' AND c.content ILIKE $6[%s]', i);
+    END LOOP;
+    IF p_path_prefix <> '' THEN
+        v_sql := v_sql || ' AND left(f.path, length($3)) = $3';
+    END IF;
+    v_sql := v_sql || ' ORDER BY c.id LIMIT $5';
+    RETURN QUERY EXECUTE v_sql USING v_tenant, p_repo_ids, p_path_prefix, p_after_chunk, p_limit, p_patterns;
+END
+$fn$;
+ALTER FUNCTION search_code_candidates(bigint[], text[], text, bigint, integer) OWNER TO {{search}};
+REVOKE ALL ON FUNCTION search_code_candidates(bigint[], text[], text, bigint, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION search_code_candidates(bigint[], text[], text, bigint, integer) TO {{app}};
