@@ -211,6 +211,13 @@ func connect(t *testing.T, endpoint, token, version string) *mcp.ClientSession {
 // call calls a tool and returns its text and isError.
 func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
 	t.Helper()
+	text, isErr, _ := callMeta(t, cs, name, args)
+	return text, isErr
+}
+
+// callMeta is call that also returns the result's _meta.
+func callMeta(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool, mcp.Meta) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
@@ -223,5 +230,5 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 			b.WriteString(tc.Text)
 		}
 	}
-	return b.String(), res.IsError
+	return b.String(), res.IsError, res.Meta
 }

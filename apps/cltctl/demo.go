@@ -2,10 +2,14 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/importer"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -41,6 +45,7 @@ var demoRules = []struct {
 func cmdDemo(e *env, args []string) error {
 	fs := e.flags("demo")
 	public := fs.String("public-url", e.cfg.PublicURL, "the API's PUBLIC_URL")
+	source := fs.String("source", ".", "this project's git checkout: indexed as the demo repository, and its testdata/review-example.json imported as the demo review")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -106,12 +111,15 @@ func cmdDemo(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := seedDemoContent(e, db, tid, *source); err != nil {
+		return err
+	}
 	secret, err := createToken(e, db, tid, demoMember, demoTokenName, 7)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, `
-Demo tenant %q is ready (MCP on). Demo member %s can view %s.
+%sDemo tenant %q is ready (MCP on). Demo member %s can view %s.
 Its memberships were refreshed now and stay valid for %s.
 
 Demo token (shown once, valid 7 days):
@@ -121,6 +129,49 @@ Connect Claude Code:
   claude mcp add --transport http codelotse %s/mcp --header "Authorization: Bearer %s"
 
 Open %s/ in a browser for the connection guide.
-`, demoSlug, demoMember, demoRepo, fmt.Sprintf("%d hours", int(codelotse.GrantMaxAge.Hours())), secret, *public, secret, *public)
+`, e.demoNotes.String(), demoSlug, demoMember, demoRepo, fmt.Sprintf("%d hours", int(codelotse.GrantMaxAge.Hours())), secret, *public, secret, *public)
+	return nil
+}
+
+// seedDemoContent indexes the demo repository from the project's own git
+// checkout and imports the demo review, when they are there. A missing
+// checkout is a note, not an error: the rest of the demo still works.
+func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
+	snap, err := codeindex.ReadGit(e.ctx, source, "HEAD")
+	if err != nil {
+		fmt.Fprintf(&e.demoNotes, "Note: %s is not a git checkout with a commit, so the demo repository has no code index (%s).\n", source, codelotse.ErrorMessage(err))
+	} else {
+		var res postgres.IndexResult
+		err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+			r, err := postgres.RepositoryByName(e.ctx, tx, tid, demoRepo)
+			if err != nil {
+				return err
+			}
+			res, err = postgres.ReplaceIndex(e.ctx, tx, tid, r.ID, snap, operator)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&e.demoNotes, "Indexed %s at %s: %d files, %d chunks.\n", demoRepo, res.Commit[:12], res.Files-len(res.Skipped), res.Chunks)
+	}
+	path := filepath.Join(source, "testdata", "review-example.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(&e.demoNotes, "Note: no demo review imported (%v).\n", err)
+		return nil
+	}
+	imp, err := importer.ParseReview(data)
+	if err != nil {
+		return prefixed(path, err)
+	}
+	var res postgres.ImportResult
+	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+		res, err = postgres.ImportReview(e.ctx, tx, tid, imp, operator)
+		return err
+	}); err != nil {
+		return prefixed(path, err)
+	}
+	fmt.Fprintf(&e.demoNotes, "Imported the demo review of %s#%d: %d findings.\n", demoRepo, imp.PullRequest.Number, res.Findings)
 	return nil
 }

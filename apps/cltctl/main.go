@@ -51,6 +51,8 @@ type env struct {
 	stderr io.Writer
 	now    time.Time
 	cfg    config.Config
+	// demoNotes collects what cltctl demo did besides the essentials.
+	demoNotes strings.Builder
 }
 
 type command struct {
