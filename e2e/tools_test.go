@@ -15,12 +15,12 @@ import (
 
 // toolsFixture is two tenants with reviews, rules and code indexes.
 type toolsFixture struct {
-	s                     *stack
-	dev, boss, bravo      *mcp.ClientSession
-	commit                string
-	hiddenID, bravoWebID  string
-	pagedLines            int // lines containing PAGINATE_ME in acme/api
-	latestIDs, olderIDs   []int64
+	s                    *stack
+	dev, boss, bravo     *mcp.ClientSession
+	commit               string
+	hiddenID, bravoWebID string
+	pagedLines           int // lines containing PAGINATE_ME in acme/api
+	latestIDs, olderIDs  []int64
 }
 
 var idRE = regexp.MustCompile(`has id (\d+)`)
@@ -61,13 +61,13 @@ func newToolsFixture(t *testing.T) *toolsFixture {
 	// Code: acme/api with ordinary files, a binary, a file over 1 MiB and
 	// lines for paging; bravo/web and acme/hidden with their own needle.
 	files := map[string]string{
-		"cmd/main.go":          goFile("main", 120, 57, "func NeedleHandler() {}"),
-		"pkg/store/store.go":   goFile("store", 200, 0, ""),
-		"README.md":            "# acme/api\n\nThe API.\n",
-		"assets/logo.png":      "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
-		"big/data.txt":         strings.Repeat("0123456789abcdef\n", 70000),
-		"paging/a.go":          "",
-		"paging/b.go":          "",
+		"cmd/main.go":        goFile("main", 120, 57, "func NeedleHandler() {}"),
+		"pkg/store/store.go": goFile("store", 200, 0, ""),
+		"README.md":          "# acme/api\n\nThe API.\n",
+		"assets/logo.png":    "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+		"big/data.txt":       strings.Repeat("0123456789abcdef\n", 70000),
+		"paging/a.go":        "",
+		"paging/b.go":        "",
 	}
 	var a, b strings.Builder
 	for i := 1; i <= 130; i++ {
