@@ -25,22 +25,46 @@ CREATE POLICY auth_session_read ON tenant_settings FOR SELECT TO {{auth}} USING 
 DROP POLICY IF EXISTS auth_session_read ON identity_providers;
 CREATE POLICY auth_session_read ON identity_providers FOR SELECT TO {{auth}} USING (true);
 
+-- The token's grants come from the same call (one round trip per request):
+-- the cached GitHub membership of the token's user in the token's tenant,
+-- their repository memberships, and, for OIDC tokens, the tenant's current
+-- mappings of the groups in the token's snapshot. Nothing about any other
+-- user or tenant is read.
+GRANT SELECT (tenant_id, user_id, role, source, refreshed_at) ON tenant_memberships TO {{auth}};
+GRANT SELECT (tenant_id, user_id, repository_id) ON repo_memberships TO {{auth}};
+GRANT SELECT (tenant_id, id, idp_id, group_name, role, repository_id) ON oidc_group_mappings TO {{auth}};
+DROP POLICY IF EXISTS auth_session_read ON tenant_memberships;
+CREATE POLICY auth_session_read ON tenant_memberships FOR SELECT TO {{auth}} USING (true);
+DROP POLICY IF EXISTS auth_session_read ON repo_memberships;
+CREATE POLICY auth_session_read ON repo_memberships FOR SELECT TO {{auth}} USING (true);
+DROP POLICY IF EXISTS auth_session_read ON oidc_group_mappings;
+CREATE POLICY auth_session_read ON oidc_group_mappings FOR SELECT TO {{auth}} USING (true);
+
 -- auth_token returns the facts the bearer authenticator decides on, for the
 -- token whose SHA-256 is p_hash, or no row. It does not decide itself so
--- that the service can log why a token was refused (never the token).
-CREATE OR REPLACE FUNCTION auth_token(p_hash bytea)
+-- that the service can log why a token was refused (never the token), and
+-- so that grants stay a pure Go function (pkg/grants).
+DROP FUNCTION IF EXISTS auth_token(bytea);
+CREATE FUNCTION auth_token(p_hash bytea)
 RETURNS TABLE (
-    token_id     uuid,
-    tenant_id    uuid,
-    user_id      uuid,
-    expires_at   timestamptz,
-    revoked_at   timestamptz,
-    last_used_at timestamptz,
-    user_active  boolean,
-    mcp_enabled  boolean,
-    idp_id       uuid,
-    idp_enabled  boolean,
-    idp_groups   text[]
+    token_id        uuid,
+    tenant_id       uuid,
+    user_id         uuid,
+    expires_at      timestamptz,
+    revoked_at      timestamptz,
+    last_used_at    timestamptz,
+    user_active     boolean,
+    mcp_enabled     boolean,
+    idp_id          uuid,
+    idp_enabled     boolean,
+    idp_groups      text[],
+    member_role     text,
+    member_source   text,
+    member_since    timestamptz,
+    repo_ids        bigint[],
+    map_groups      text[],
+    map_roles       text[],
+    map_repo_ids    bigint[]
 )
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, public
@@ -50,11 +74,24 @@ AS $$
            coalesce((s.settings #>> '{mcp,enabled}')::boolean, false),
            t.idp_id,
            CASE WHEN t.idp_id IS NULL THEN NULL ELSE coalesce(i.enabled, false) END,
-           t.idp_groups
+           t.idp_groups,
+           m.role, m.source, m.refreshed_at,
+           coalesce((SELECT array_agg(rm.repository_id) FROM public.repo_memberships rm
+                     WHERE rm.tenant_id = t.tenant_id AND rm.user_id = t.user_id), '{}'),
+           g.groups, g.roles, g.repos
     FROM public.mcp_tokens t
     LEFT JOIN public.users u ON u.tenant_id = t.tenant_id AND u.id = t.user_id
     LEFT JOIN public.tenant_settings s ON s.tenant_id = t.tenant_id
     LEFT JOIN public.identity_providers i ON i.tenant_id = t.tenant_id AND i.id = t.idp_id
+    LEFT JOIN public.tenant_memberships m ON m.tenant_id = t.tenant_id AND m.user_id = t.user_id
+    LEFT JOIN LATERAL (
+        SELECT array_agg(gm.group_name ORDER BY gm.id) AS groups,
+               array_agg(gm.role ORDER BY gm.id) AS roles,
+               array_agg(coalesce(gm.repository_id, 0) ORDER BY gm.id) AS repos
+        FROM public.oidc_group_mappings gm
+        WHERE t.idp_id IS NOT NULL AND gm.tenant_id = t.tenant_id AND gm.idp_id = t.idp_id
+          AND gm.group_name = ANY(t.idp_groups)
+    ) g ON true
     WHERE t.token_hash = p_hash
 $$;
 ALTER FUNCTION auth_token(bytea) OWNER TO {{auth}};

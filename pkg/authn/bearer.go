@@ -87,20 +87,13 @@ func (b *Bearer) Authenticate(ctx context.Context, authorization string) (codelo
 	}
 	p = codelotse.Principal{TenantID: f.TenantID, UserID: f.UserID, TokenID: f.TokenID, Kind: "token"}
 
+	// The grant inputs came with the token facts (one round trip).
 	var g codelotse.Grants
 	var reason grants.Reason
 	if f.IdPID != nil {
-		mappings, err := b.DB.GroupMappings(ctx, f.TenantID, *f.IdPID, f.IdPGroups)
-		if err != nil {
-			return p, g, nil, err
-		}
-		g, reason = grants.OIDC(true, f.IdPGroups, mappings)
+		g, reason = grants.OIDC(true, f.IdPGroups, f.Mappings)
 	} else {
-		m, repos, err := b.DB.GitHubGrantInputs(ctx, f.TenantID, f.UserID)
-		if err != nil {
-			return p, g, nil, err
-		}
-		g, reason = grants.GitHub(m, repos, now)
+		g, reason = grants.GitHub(f.Membership, f.RepoIDs, now)
 	}
 	if reason != grants.OK {
 		return codelotse.Principal{}, codelotse.Grants{}, &Failure{Reason: "no_grants_" + string(reason), Refresh: reason == grants.Stale}, nil

@@ -117,20 +117,44 @@ type TokenFacts struct {
 	IdPID      *string
 	IdPEnabled *bool
 	IdPGroups  []string
+	// Grant inputs: the cached membership (nil when missing), repository
+	// memberships, and the current mappings of the snapshot's groups.
+	Membership *codelotse.Membership
+	RepoIDs    []int64
+	Mappings   []codelotse.GroupMapping
 }
 
 // AuthToken looks a token up by its hash through the auth_token SECURITY
 // DEFINER function (purpose auth.session). found is false for unknown hashes.
 func (db *DB) AuthToken(ctx context.Context, hash []byte) (f TokenFacts, found bool, err error) {
+	var role, source *string
+	var since *time.Time
+	var groups, roles []string
+	var repos []int64
 	err = db.Pool.QueryRow(ctx, `SELECT token_id::text, tenant_id::text, user_id::text, expires_at, revoked_at,
-			last_used_at, user_active, mcp_enabled, idp_id::text, idp_enabled, idp_groups
+			last_used_at, user_active, mcp_enabled, idp_id::text, idp_enabled, idp_groups,
+			member_role, member_source, member_since, repo_ids, map_groups, map_roles, map_repo_ids
 		FROM auth_token($1)`, hash).
 		Scan(&f.TokenID, &f.TenantID, &f.UserID, &f.ExpiresAt, &f.RevokedAt, &f.LastUsedAt, &f.UserActive,
-			&f.MCPEnabled, &f.IdPID, &f.IdPEnabled, &f.IdPGroups)
+			&f.MCPEnabled, &f.IdPID, &f.IdPEnabled, &f.IdPGroups, &role, &source, &since, &f.RepoIDs, &groups, &roles, &repos)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, false, nil
 	}
-	return f, err == nil, err
+	if err != nil {
+		return f, false, err
+	}
+	if role != nil {
+		f.Membership = &codelotse.Membership{Role: codelotse.Role(*role), Source: *source, RefreshedAt: *since}
+	}
+	for i := range groups {
+		m := codelotse.GroupMapping{Group: groups[i], Role: codelotse.Role(roles[i])}
+		if repos[i] != 0 {
+			id := repos[i]
+			m.RepositoryID = &id
+		}
+		f.Mappings = append(f.Mappings, m)
+	}
+	return f, true, nil
 }
 
 // TouchToken records use of a token, at most once a minute: the WHERE
