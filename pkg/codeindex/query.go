@@ -176,7 +176,15 @@ func NewPathFilter(p string) (PathFilter, error) {
 			if k < 0 {
 				return PathFilter{}, codelotse.Errorf(codelotse.Invalid, "Invalid path glob %q: unclosed [.", p)
 			}
-			b.WriteString(p[j : j+k+1])
+			class := p[j : j+k+1]
+			if strings.HasPrefix(class, "[!") {
+				class = "[^" + class[2:] // shell negation
+			}
+			if strings.HasPrefix(class, "[^") {
+				// A negated class must not cross directories.
+				class = class[:len(class)-1] + "/]"
+			}
+			b.WriteString(class)
 			j += k
 		default:
 			b.WriteString(regexp.QuoteMeta(string(c)))

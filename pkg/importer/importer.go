@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"reflect"
 	"strconv"
@@ -32,9 +33,10 @@ func invalidf(ptr, format string, args ...any) error {
 	return codelotse.Errorf(codelotse.Invalid, "%s: %s", ptr, fmt.Sprintf(format, args...))
 }
 
-// decodeStrict decodes data into v, refusing unknown fields when strict, and
-// turns decoder errors into messages with a line, column and JSON pointer.
-// A leading UTF-8 byte order mark (written by some Windows tools) is ignored.
+// decodeStrict decodes data into v, refusing unknown and repeated fields when
+// strict, and turns decoder errors into messages with a line, column and
+// JSON pointer. A leading UTF-8 byte order mark (written by some Windows
+// tools) is ignored.
 func decodeStrict(data []byte, v any, strict bool) error {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -98,9 +100,9 @@ type walker struct {
 	strict bool
 }
 
-// check returns the first unknown field (when strict; names must match
-// exactly), value of the wrong type or string holding a NUL in data read as
-// type t; nil if there is none or the JSON itself is broken.
+// check returns the first unknown or repeated field (when strict; names
+// must match exactly), value of the wrong type or string holding a NUL in
+// data read as type t; nil if there is none or the JSON itself is broken.
 func check(data []byte, t reflect.Type, strict bool) *problem {
 	w := &walker{data: data, dec: json.NewDecoder(bytes.NewReader(data)), strict: strict}
 	w.dec.UseNumber()
@@ -177,6 +179,7 @@ func (w *walker) value(ptr string, t reflect.Type) (*problem, error) {
 // object reads the members of an object (its "{" already read) as struct
 // type t.
 func (w *walker) object(ptr string, t reflect.Type) (*problem, error) {
+	seen := map[string]bool{}
 	for w.dec.More() {
 		off := skipBytes(w.data, w.dec.InputOffset(), " \t\r\n,")
 		tok, err := w.dec.Token()
@@ -184,6 +187,11 @@ func (w *walker) object(ptr string, t reflect.Type) (*problem, error) {
 			return nil, err
 		}
 		key, _ := tok.(string)
+		if w.strict && seen[key] {
+			// encoding/json would silently keep the last value.
+			return &problem{ptr, off, fmt.Sprintf("duplicate field %q", key)}, nil
+		}
+		seen[key] = true
 		ft, hint := field(t, key, w.strict)
 		if ft == nil {
 			if w.strict {
@@ -339,13 +347,17 @@ func deref(p *int) int {
 	return *p
 }
 
+// maxNumber bounds line and pull request numbers: they are stored as
+// PostgreSQL integers.
+const maxNumber = math.MaxInt32
+
 // checkLines validates a line range at ptr.
 func checkLines(ptr string, start, end *int) error {
-	if start != nil && *start < 1 {
-		return invalidf(ptr+"/start_line", "must be 1 or more")
+	if start != nil && (*start < 1 || *start > maxNumber) {
+		return invalidf(ptr+"/start_line", "must be 1 to %d", maxNumber)
 	}
-	if end != nil && *end < 1 {
-		return invalidf(ptr+"/end_line", "must be 1 or more")
+	if end != nil && (*end < 1 || *end > maxNumber) {
+		return invalidf(ptr+"/end_line", "must be 1 to %d", maxNumber)
 	}
 	if start != nil && end != nil && *end < *start {
 		return invalidf(ptr+"/end_line", "must not be before start_line")

@@ -84,6 +84,9 @@ func ParseReview(data []byte) (codelotse.ReviewImport, error) {
 	if p.Number < 1 {
 		return out, invalidf("/pull_request/number", "must be a positive number")
 	}
+	if p.Number > maxNumber {
+		return out, invalidf("/pull_request/number", "must be at most %d", maxNumber)
+	}
 	state := p.State
 	if state == "" {
 		state = "open"

@@ -139,10 +139,11 @@ func newRunRules(rptr string, run sarifRun) runRules {
 	return rr
 }
 
-// lookup returns the id of the rule of res and the rule itself, if the run
-// describes it: by index (ruleIndex or rule.index, in the driver or the
-// extension rule.toolComponent.index names), else by id.
-func (rr runRules) lookup(res sarifResult) (string, ruleRef, bool) {
+// lookup returns the id of the rule of res and the rule itself (zero if the
+// run does not describe it): by index (ruleIndex or rule.index, among the
+// driver's rules or those of the extension rule.toolComponent.index names),
+// else by id.
+func (rr runRules) lookup(res sarifResult) (string, ruleRef) {
 	id := res.RuleID
 	idx := res.RuleIndex
 	comp := 0
@@ -154,18 +155,23 @@ func (rr runRules) lookup(res sarifResult) (string, ruleRef, bool) {
 			idx = res.Rule.Index
 		}
 		if tc := res.Rule.ToolComponent; tc != nil && tc.Index != nil {
-			comp = *tc.Index + 1
+			comp = -1 // no such component unless the index is valid
+			if *tc.Index >= 0 && *tc.Index < len(rr.byComponent)-1 {
+				comp = *tc.Index + 1
+			}
 		}
 	}
-	if idx != nil && comp >= 0 && comp < len(rr.byComponent) && *idx >= 0 && *idx < len(rr.byComponent[comp]) {
+	if idx != nil && comp >= 0 && *idx >= 0 && *idx < len(rr.byComponent[comp]) {
 		ref := rr.byComponent[comp][*idx]
 		if id == "" {
 			id = ref.rule.ID
 		}
-		return id, ref, true
+		return id, ref
 	}
-	ref, ok := rr.byID[id]
-	return id, ref, ok && id != ""
+	if id == "" {
+		return "", ruleRef{}
+	}
+	return id, rr.byID[id]
 }
 
 // ParseSARIF reads a SARIF 2.1.0 log: every result of every run becomes a
@@ -182,6 +188,9 @@ func ParseSARIF(data []byte, opts SARIFOptions) (codelotse.ReviewImport, error) 
 	if opts.PRNumber < 0 {
 		return out, codelotse.Errorf(codelotse.Invalid, "pull request number must be positive")
 	}
+	if opts.PRNumber > maxNumber {
+		return out, codelotse.Errorf(codelotse.Invalid, "pull request number must be at most %d", maxNumber)
+	}
 	var log sarifLog
 	if err := decodeStrict(data, &log, false); err != nil {
 		return out, err
@@ -194,7 +203,8 @@ func ParseSARIF(data []byte, opts SARIFOptions) (codelotse.ReviewImport, error) 
 	}
 	out.Repository = opts.Repository
 	if opts.PRNumber > 0 {
-		out.PullRequest = &codelotse.PullRequest{Number: opts.PRNumber, State: "open", HeadSHA: opts.Commit}
+		// The state is unknown to an analyser: a new pull request starts open, a known one keeps its state.
+		out.PullRequest = &codelotse.PullRequest{Number: opts.PRNumber, HeadSHA: opts.Commit}
 	}
 	var tools []string
 	seenTool := map[string]bool{}
@@ -253,7 +263,7 @@ func ParseSARIF(data []byte, opts SARIFOptions) (codelotse.ReviewImport, error) 
 
 func sarifFinding(ptr, tool string, res sarifResult, rules runRules, bases map[string]string) (codelotse.Finding, error) {
 	var f codelotse.Finding
-	ruleID, ref, _ := rules.lookup(res)
+	ruleID, ref := rules.lookup(res)
 	rule := ref.rule
 	msg := res.Message.Text
 	if msg == "" {
@@ -289,8 +299,11 @@ func sarifFinding(ptr, tool string, res sarifResult, rules runRules, bases map[s
 			if end == nil {
 				end = start
 			}
-			if *start < 1 {
-				return f, invalidf(lptr+"/region/startLine", "must be 1 or more")
+			if *start < 1 || *start > maxNumber {
+				return f, invalidf(lptr+"/region/startLine", "must be 1 to %d", maxNumber)
+			}
+			if *end > maxNumber {
+				return f, invalidf(lptr+"/region/endLine", "must be at most %d", maxNumber)
 			}
 			if *end < *start {
 				return f, invalidf(lptr+"/region/endLine", "must not be before startLine")

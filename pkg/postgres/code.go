@@ -62,23 +62,45 @@ func ReplaceIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64,
 	}
 	res.Files = n
 
-	// Chunks go in with COPY, in path order, so that chunk ids (the search
-	// order) follow paths.
-	var chunkRows [][]any
+	// Chunks go in path order, so that chunk ids (the search order) follow
+	// paths. COPY is not allowed under row-level security, so they are
+	// inserted from arrays, a few thousand per statement.
+	const batch = 4000
+	fileIDs := make([]int64, 0, batch)
+	starts, ends := make([]int32, 0, batch), make([]int32, 0, batch)
+	contents := make([]string, 0, batch)
+	flush := func() error {
+		if len(fileIDs) == 0 {
+			return nil
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
+			SELECT $1, $2, u.file_id, u.start_line, u.end_line, u.content
+			FROM unnest($3::bigint[], $4::int[], $5::int[], $6::text[]) WITH ORDINALITY AS u(file_id, start_line, end_line, content, n)
+			ORDER BY u.n`, tenantID, repoID, fileIDs, starts, ends, contents)
+		if err != nil {
+			return err
+		}
+		res.Chunks += int(tag.RowsAffected())
+		fileIDs, starts, ends, contents = fileIDs[:0], starts[:0], ends[:0], contents[:0]
+		return nil
+	}
 	for _, f := range snap.Files {
 		if f.SkipReason != "" {
 			continue
 		}
 		for _, c := range codeindex.Chunks(f.Lines) {
-			chunkRows = append(chunkRows, []any{tenantID, repoID, ids[f.Path], int32(c.StartLine), int32(c.EndLine), c.Content})
+			fileIDs = append(fileIDs, ids[f.Path])
+			starts, ends, contents = append(starts, int32(c.StartLine)), append(ends, int32(c.EndLine)), append(contents, c.Content)
+			if len(fileIDs) == batch {
+				if err := flush(); err != nil {
+					return res, err
+				}
+			}
 		}
 	}
-	copied, err := tx.CopyFrom(ctx, pgx.Identifier{"code_chunks"},
-		[]string{"tenant_id", "repository_id", "file_id", "start_line", "end_line", "content"}, pgx.CopyFromRows(chunkRows))
-	if err != nil {
+	if err := flush(); err != nil {
 		return res, err
 	}
-	res.Chunks = int(copied)
 	if _, err := tx.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now() WHERE tenant_id = $1 AND id = $2`,
 		tenantID, repoID, snap.Commit); err != nil {
 		return res, err

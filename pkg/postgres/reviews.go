@@ -37,11 +37,12 @@ func ImportReview(ctx context.Context, tx pgx.Tx, tenantID string, imp codelotse
 	if pr := imp.PullRequest; pr != nil {
 		var id int64
 		err := tx.QueryRow(ctx, `INSERT INTO pull_requests (tenant_id, repository_id, number, title, author, state, base_ref, head_ref, head_sha, url)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			VALUES ($1, $2, $3, $4, $5, coalesce(nullif($6, ''), 'open'), $7, $8, $9, $10)
 			ON CONFLICT (tenant_id, repository_id, number) DO UPDATE SET
 				title = coalesce(nullif(EXCLUDED.title, ''), pull_requests.title),
 				author = coalesce(nullif(EXCLUDED.author, ''), pull_requests.author),
-				state = CASE WHEN EXCLUDED.title = '' THEN pull_requests.state ELSE EXCLUDED.state END,
+				-- An import that does not know the state (SARIF) keeps it.
+				state = CASE WHEN $6 = '' THEN pull_requests.state ELSE $6 END,
 				base_ref = coalesce(nullif(EXCLUDED.base_ref, ''), pull_requests.base_ref),
 				head_ref = coalesce(nullif(EXCLUDED.head_ref, ''), pull_requests.head_ref),
 				head_sha = coalesce(nullif(EXCLUDED.head_sha, ''), pull_requests.head_sha),

@@ -323,17 +323,19 @@ func writeString(b *bytes.Buffer, s string) {
 }
 
 // escapeFenceTags escapes "<" as \u003c where it starts "untrusted-data" or
-// "/untrusted-data" in any letter case.
+// "/untrusted-data" in any letter case (Unicode simple folding, so "ſ" counts
+// as "s"). The comparison walks js itself: a lowered copy is not usable
+// because lowering changes the byte length of some runes (KELVIN SIGN → "k"),
+// which would misalign indexes and let a tag through.
 func escapeFenceTags(js []byte) []byte {
-	lower := bytes.ToLower(js)
-	if !bytes.Contains(lower, []byte("untrusted-data")) {
+	if bytes.IndexByte(js, '<') < 0 {
 		return js
 	}
 	var out bytes.Buffer
 	for i := 0; i < len(js); i++ {
 		if js[i] == '<' {
-			rest := lower[i+1:]
-			if bytes.HasPrefix(rest, []byte("untrusted-data")) || bytes.HasPrefix(rest, []byte("/untrusted-data")) {
+			rest := js[i+1:]
+			if hasPrefixFold(rest, "untrusted-data") || hasPrefixFold(rest, "/untrusted-data") {
 				out.WriteString(`\u003c`)
 				continue
 			}
@@ -341,6 +343,22 @@ func escapeFenceTags(js []byte) []byte {
 		out.WriteByte(js[i])
 	}
 	return out.Bytes()
+}
+
+// hasPrefixFold reports whether b starts with prefix under Unicode simple
+// case folding, rune by rune.
+func hasPrefixFold(b []byte, prefix string) bool {
+	for _, want := range prefix {
+		if len(b) == 0 {
+			return false
+		}
+		r, size := utf8.DecodeRune(b)
+		if r != want && !strings.EqualFold(string(r), string(want)) {
+			return false
+		}
+		b = b[size:]
+	}
+	return true
 }
 
 // shorten cuts every JSON string in raw whose content exceeds limit bytes
@@ -405,6 +423,10 @@ func dropRune(r rune) bool {
 		return true // zero-width spaces and joiners, word joiner, BOM
 	case r >= 0xe0000 && r <= 0xe007f:
 		return true // tag characters (invisible ASCII smuggling)
+	case r >= 0xfe00 && r <= 0xfe0f, r >= 0xe0100 && r <= 0xe01ef:
+		return true // variation selectors: invisible, and used to smuggle bytes
+	case r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0:
+		return true // Hangul fillers that render as nothing
 	case unicode.Is(unicode.Cf, r) && r != 0x00ad:
 		return true // other invisible format characters
 	}
