@@ -10,7 +10,7 @@
 GRANT USAGE ON SCHEMA public TO {{search}};
 GRANT SELECT (tenant_id, id, repository_id, file_id, start_line, end_line, content) ON code_chunks TO {{search}};
 GRANT SELECT (tenant_id, id, repository_id, commit_sha, path, line_count) ON code_files TO {{search}};
-GRANT SELECT (tenant_id, id, full_name, indexed_commit) ON repositories TO {{search}};
+GRANT SELECT (tenant_id, id, full_name) ON repositories TO {{search}};
 DROP POLICY IF EXISTS code_search_read ON code_chunks;
 CREATE POLICY code_search_read ON code_chunks FOR SELECT TO {{search}} USING (true);
 DROP POLICY IF EXISTS code_search_read ON code_files;
@@ -18,12 +18,21 @@ CREATE POLICY code_search_read ON code_files FOR SELECT TO {{search}} USING (tru
 DROP POLICY IF EXISTS code_search_read ON repositories;
 CREATE POLICY code_search_read ON repositories FOR SELECT TO {{search}} USING (true);
 
--- search_code_candidates returns the chunks of the given repositories (at
--- their indexed commit) whose content contains every pattern
--- (case-insensitive ILIKE patterns, already escaped by the caller) and
--- whose path starts with p_path_prefix, in chunk order after p_after_chunk.
--- The caller confirms each candidate line by line.
-CREATE OR REPLACE FUNCTION search_code_candidates(
+-- search_code_candidates returns the chunks of the given repositories whose
+-- content contains every pattern (case-insensitive ILIKE patterns, already
+-- escaped by the caller), in chunk order after p_after_chunk, at most
+-- p_limit of them, with their file's path. The caller filters paths and
+-- confirms each candidate line by line; p_path_prefix only narrows the scan
+-- when there is no pattern (a scoped, literal-less regex).
+--
+-- The plan is pinned rather than left to statistics, which are missing
+-- right after an index is written (the runtime role cannot ANALYZE): with
+-- patterns, the trigram GIN index finds the candidate chunks first and only
+-- those are joined to their files; without, the files under the prefix are
+-- read first. Sequential and plain index scans are switched off inside the
+-- function so that neither plan degrades into reading every chunk.
+DROP FUNCTION IF EXISTS search_code_candidates(bigint[], text[], text, bigint, integer);
+CREATE FUNCTION search_code_candidates(
     p_repo_ids    bigint[],
     p_patterns    text[],
     p_path_prefix text,
@@ -41,6 +50,8 @@ RETURNS TABLE (
     content       text)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, public
+SET enable_seqscan = off
+SET enable_indexscan = off
 AS $fn$
 DECLARE
     v_tenant uuid := current_setting('app.tenant_id')::uuid;
@@ -53,18 +64,29 @@ BEGIN
         RAISE EXCEPTION 'search_code_candidates: at most 5 patterns';
     END IF;
     -- Patterns are bound as parameters ($6[i]), never spliced into the SQL.
-    v_sql := 'SELECT c.id, c.repository_id, r.full_name, f.commit_sha, f.path, c.start_line, c.end_line, f.line_count, c.content
-        FROM public.code_chunks c
-        JOIN public.code_files f ON f.tenant_id = c.tenant_id AND f.id = c.file_id
-        JOIN public.repositories r ON r.tenant_id = c.tenant_id AND r.id = c.repository_id AND r.indexed_commit = f.commit_sha
-        WHERE c.tenant_id = $1 AND c.repository_id = ANY($2) AND c.id > $4';
-    FOR i IN 1 .. coalesce(array_length(p_patterns, 1), 0) LOOP
-        v_sql := v_sql || format(' AND c.content ILIKE $6[%s]', i);
-    END LOOP;
-    IF p_path_prefix <> '' THEN
-        v_sql := v_sql || ' AND left(f.path, length($3)) = $3';
+    IF coalesce(array_length(p_patterns, 1), 0) > 0 THEN
+        v_sql := 'WITH cand AS MATERIALIZED (
+                SELECT c.id, c.repository_id, c.file_id, c.start_line, c.end_line, c.content
+                FROM public.code_chunks c
+                WHERE c.tenant_id = $1 AND c.repository_id = ANY($2) AND c.id > $4';
+        FOR i IN 1 .. array_length(p_patterns, 1) LOOP
+            v_sql := v_sql || format(' AND c.content ILIKE $6[%s]', i);
+        END LOOP;
+        v_sql := v_sql || ' ORDER BY c.id LIMIT $5)
+            SELECT cand.id, cand.repository_id, r.full_name, f.commit_sha, f.path, cand.start_line, cand.end_line, f.line_count, cand.content
+            FROM cand
+            JOIN public.code_files f ON f.tenant_id = $1 AND f.id = cand.file_id
+            JOIN public.repositories r ON r.tenant_id = $1 AND r.id = cand.repository_id
+            ORDER BY cand.id';
+    ELSE
+        v_sql := 'SELECT c.id, c.repository_id, r.full_name, f.commit_sha, f.path, c.start_line, c.end_line, f.line_count, c.content
+            FROM public.code_files f
+            JOIN public.code_chunks c ON c.tenant_id = f.tenant_id AND c.file_id = f.id
+            JOIN public.repositories r ON r.tenant_id = f.tenant_id AND r.id = f.repository_id
+            WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND c.id > $4
+              AND ($3 = $q$$q$ OR left(f.path, length($3)) = $3)
+            ORDER BY c.id LIMIT $5';
     END IF;
-    v_sql := v_sql || ' ORDER BY c.id LIMIT $5';
     RETURN QUERY EXECUTE v_sql USING v_tenant, p_repo_ids, p_path_prefix, p_after_chunk, p_limit, p_patterns;
 END
 $fn$;

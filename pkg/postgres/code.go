@@ -135,22 +135,17 @@ func SearchCandidates(ctx context.Context, db *DB, tenantID string, repoIDs []in
 		patterns = []string{}
 	}
 	var out []Candidate
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = '2s'"); err != nil {
+	err := db.ReadTenantTimeout(ctx, tenantID, SearchTimeout, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content
+		FROM search_code_candidates($1, $2, $3, $4, $5)`, []any{repoIDs, patterns, pathPrefix, afterID, limit},
+		func(rows pgx.Rows) error {
+			var err error
+			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Candidate, error) {
+				var c Candidate
+				err := r.Scan(&c.ChunkID, &c.RepositoryID, &c.FullName, &c.Commit, &c.Path, &c.StartLine, &c.EndLine, &c.LineCount, &c.Content)
+				return c, err
+			})
 			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content
-			FROM search_code_candidates($1, $2, $3, $4, $5)`, repoIDs, patterns, pathPrefix, afterID, limit)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Candidate, error) {
-			var c Candidate
-			err := r.Scan(&c.ChunkID, &c.RepositoryID, &c.FullName, &c.Commit, &c.Path, &c.StartLine, &c.EndLine, &c.LineCount, &c.Content)
-			return c, err
 		})
-		return err
-	})
 	if err != nil && isQueryCanceled(err) {
 		return nil, ErrSearchTimeout
 	}

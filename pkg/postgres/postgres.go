@@ -127,16 +127,35 @@ func (db *DB) InTenant(ctx context.Context, tenantID string, fn func(pgx.Tx) err
 // transaction (one Sync), so the transaction-local setting covers the query
 // and ends with it.
 func (db *DB) ReadTenant(ctx context.Context, tenantID string, sql string, args []any, scan func(pgx.Rows) error) error {
+	return db.readTenant(ctx, tenantID, 0, sql, args, scan)
+}
+
+// ReadTenantTimeout is ReadTenant with a statement timeout for the query,
+// set transaction-locally in the same round trip.
+func (db *DB) ReadTenantTimeout(ctx context.Context, tenantID string, timeout time.Duration, sql string, args []any, scan func(pgx.Rows) error) error {
+	return db.readTenant(ctx, tenantID, timeout, sql, args, scan)
+}
+
+func (db *DB) readTenant(ctx context.Context, tenantID string, timeout time.Duration, sql string, args []any, scan func(pgx.Rows) error) error {
 	if tenantID == "" {
 		return codelotse.Errorf(codelotse.Internal, "tenant read without a tenant")
 	}
 	b := &pgx.Batch{}
 	b.Queue(setTenant, tenantID)
+	if timeout > 0 {
+		b.Queue("SELECT set_config('statement_timeout', $1, true)", strconv.FormatInt(timeout.Milliseconds(), 10))
+	}
 	b.Queue(sql, args...)
 	br := db.Pool.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		br.Close()
 		return err
+	}
+	if timeout > 0 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
 	}
 	rows, err := br.Query()
 	if err != nil {

@@ -419,3 +419,27 @@ func createToken(t *testing.T, env *pgtest.Env, tenantID, email, name string, da
 	}
 	return secret
 }
+
+// TestReadTenantTimeout: the statement timeout set in the batch applies to
+// the query, and does not outlive it on the pooled connection.
+func TestReadTenantTimeout(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	a := seedTenant(t, env, "acme")
+	one, err := postgres.OpenURL(ctx, env.AppURL+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	err = one.ReadTenantTimeout(ctx, a, 100*time.Millisecond, "SELECT pg_sleep(2)", nil, func(pgx.Rows) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "statement timeout") {
+		t.Fatalf("slow query under a 100 ms timeout: err = %v", err)
+	}
+	var timeout string
+	if err := one.Pool.QueryRow(ctx, "SHOW statement_timeout").Scan(&timeout); err != nil {
+		t.Fatal(err)
+	}
+	if timeout != "0" {
+		t.Errorf("statement_timeout = %s after the read, want the default 0", timeout)
+	}
+}
