@@ -88,11 +88,20 @@ func newStack(t *testing.T, extraEnv ...string) *stack {
 	)
 	s.env = append(s.env, extraEnv...)
 	s.cltctl("migrate")
+	s.startAPI(s.url, s.logs)
+	return s
+}
 
+// startAPI starts an api process serving publicURL (its port is the
+// listening port) with the stack's environment plus extra settings, and
+// waits until it is healthy. It stops when the test ends.
+func (s *stack) startAPI(publicURL string, logs *syncBuffer, extra ...string) {
+	t := s.t
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "api"))
-	cmd.Env = s.env
-	cmd.Stdout, cmd.Stderr = s.logs, s.logs
+	cmd.Env = append(append(append([]string{}, s.env...), "PUBLIC_URL="+publicURL), extra...)
+	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -102,24 +111,23 @@ func newStack(t *testing.T, extraEnv ...string) *stack {
 		cancel()
 		_ = cmd.Wait()
 		if t.Failed() {
-			t.Logf("api output:\n%s", s.logs.String())
+			t.Logf("api output (%s):\n%s", publicURL, logs.String())
 		}
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(s.url + "/healthz")
+		resp, err := http.Get(publicURL + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				break
+				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("api did not become healthy: %v\n%s", err, s.logs.String())
+			t.Fatalf("api did not become healthy: %v\n%s", err, logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return s
 }
 
 // cltctl runs a cltctl command that must succeed and returns its stdout.

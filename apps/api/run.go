@@ -14,6 +14,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/httpserver"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
+	"github.com/codelotse/codelotse/pkg/ratelimit"
 	"github.com/codelotse/codelotse/pkg/secretscan"
 	"github.com/codelotse/codelotse/pkg/shape"
 )
@@ -38,6 +39,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	bearer := &authn.Bearer{DB: db, Logger: logger}
 	defer bearer.Wait()
+
+	// Rate limits: in memory for one process, in Redis when REDIS_URL is
+	// set so that every replica shares one budget.
+	var limiter ratelimit.Limiter = ratelimit.NewMemory()
+	if cfg.RedisURL != "" {
+		rl, err := ratelimit.NewRedis(ctx, cfg.RedisURL, "codelotse:rl:")
+		if err != nil {
+			return err
+		}
+		defer rl.Close()
+		limiter = rl
+	}
 	srv, err := httpserver.New(httpserver.Config{
 		PublicURL:      cfg.PublicURL,
 		AllowedOrigins: cfg.AllowedOrigins,
@@ -49,7 +62,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			Logger:      logger,
 			SchemaCache: mcpserver.NewSchemaCache(),
 		},
-		Logger: logger,
+		Logger:         logger,
+		Limiter:        limiter,
+		Limits:         httpserver.Limits{PerIP: perMinute(cfg.RatePerIP), PerToken: perMinute(cfg.RatePerToken)},
+		TrustedProxies: cfg.TrustedProxies,
 	})
 	if err != nil {
 		return err
@@ -85,3 +101,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger.Info("api stopped")
 	return nil
 }
+
+func perMinute(n int) ratelimit.Rule { return ratelimit.Rule{Limit: n, Period: time.Minute} }

@@ -9,6 +9,7 @@ package authn
 
 import (
 	"context"
+	"encoding/hex"
 	"log/slog"
 	"strings"
 	"sync"
@@ -55,51 +56,72 @@ func ParseAuthorization(h string) (string, bool) {
 	return tok, true
 }
 
+// Result is the outcome of Authenticate.
+type Result struct {
+	Principal codelotse.Principal
+	Grants    codelotse.Grants
+	// Failure is set when the token itself is refused (ARCHITECTURE §4
+	// steps 3 and 4): missing, malformed, unknown, revoked, expired, user
+	// deleted, MCP off, identity provider disabled.
+	Failure *Failure
+	// GrantFailure is set when the token is valid but has no grants (step
+	// 6); the caller applies the per-token rate limit (step 5) first.
+	GrantFailure *Failure
+	// Digest identifies the token for per-token rate limits: the tenant and
+	// the token's SHA-256, never the token.
+	Digest string
+}
+
 // Authenticate checks a token and computes its grants (ARCHITECTURE §4 steps
-// 3, 4 and 6). A nil Failure and nil error mean the principal may proceed.
-func (b *Bearer) Authenticate(ctx context.Context, authorization string) (codelotse.Principal, codelotse.Grants, *Failure, error) {
-	var p codelotse.Principal
+// 3, 4 and 6) in one database round trip. A nil error with no failures means
+// the principal may proceed.
+func (b *Bearer) Authenticate(ctx context.Context, authorization string) (Result, error) {
 	tok, ok := ParseAuthorization(authorization)
 	if !ok {
 		if authorization == "" {
-			return p, codelotse.Grants{}, &Failure{Reason: "missing"}, nil
+			return Result{Failure: &Failure{Reason: "missing"}}, nil
 		}
-		return p, codelotse.Grants{}, &Failure{Reason: "malformed"}, nil
+		return Result{Failure: &Failure{Reason: "malformed"}}, nil
 	}
-	f, found, err := b.DB.AuthToken(ctx, tokens.Hash(tok))
+	hash := tokens.Hash(tok)
+	f, found, err := b.DB.AuthToken(ctx, hash)
 	if err != nil {
-		return p, codelotse.Grants{}, nil, err
+		return Result{}, err
 	}
 	now := b.now()
+	fail := func(reason string) (Result, error) { return Result{Failure: &Failure{Reason: reason}}, nil }
 	switch {
 	case !found:
-		return p, codelotse.Grants{}, &Failure{Reason: "unknown"}, nil
+		return fail("unknown")
 	case f.RevokedAt != nil:
-		return p, codelotse.Grants{}, &Failure{Reason: "revoked"}, nil
+		return fail("revoked")
 	case !now.Before(f.ExpiresAt):
-		return p, codelotse.Grants{}, &Failure{Reason: "expired"}, nil
+		return fail("expired")
 	case !f.UserActive:
-		return p, codelotse.Grants{}, &Failure{Reason: "user_deleted"}, nil
+		return fail("user_deleted")
 	case !f.MCPEnabled:
-		return p, codelotse.Grants{}, &Failure{Reason: "mcp_disabled"}, nil
+		return fail("mcp_disabled")
 	case f.IdPID != nil && (f.IdPEnabled == nil || !*f.IdPEnabled):
-		return p, codelotse.Grants{}, &Failure{Reason: "idp_disabled"}, nil
+		return fail("idp_disabled")
 	}
-	p = codelotse.Principal{TenantID: f.TenantID, UserID: f.UserID, TokenID: f.TokenID, Kind: "token"}
-
+	res := Result{
+		Principal: codelotse.Principal{TenantID: f.TenantID, UserID: f.UserID, TokenID: f.TokenID, Kind: "token"},
+		Digest:    f.TenantID + ":" + hex.EncodeToString(hash),
+	}
 	// The grant inputs came with the token facts (one round trip).
-	var g codelotse.Grants
 	var reason grants.Reason
 	if f.IdPID != nil {
-		g, reason = grants.OIDC(true, f.IdPGroups, f.Mappings)
+		res.Grants, reason = grants.OIDC(true, f.IdPGroups, f.Mappings)
 	} else {
-		g, reason = grants.GitHub(f.Membership, f.RepoIDs, now)
+		res.Grants, reason = grants.GitHub(f.Membership, f.RepoIDs, now)
 	}
 	if reason != grants.OK {
-		return codelotse.Principal{}, codelotse.Grants{}, &Failure{Reason: "no_grants_" + string(reason), Refresh: reason == grants.Stale}, nil
+		res.Grants = codelotse.Grants{}
+		res.GrantFailure = &Failure{Reason: "no_grants_" + string(reason), Refresh: reason == grants.Stale}
+		return res, nil
 	}
 	b.touch(f, now)
-	return p, g, nil, nil
+	return res, nil
 }
 
 // touch records use of the token in the background when the stored

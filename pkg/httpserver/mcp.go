@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
+	"github.com/codelotse/codelotse/pkg/ratelimit"
 )
 
 // unauthorizedBody is the exact JSON-RPC body of every 401 (ARCHITECTURE §4).
@@ -46,16 +49,31 @@ func (s *Server) mcpPost(c echo.Context) error {
 		return jsonRPCError(c, http.StatusForbidden, -32000, "Forbidden: requests from this origin are not allowed.")
 	}
 
-	// 3, 4, 6. Token, its state, the tenant switch, grants.
-	p, g, failure, err := s.cfg.Bearer.Authenticate(r.Context(), r.Header.Get("Authorization"))
+	// 2. Per-IP limit, before anything touches the database.
+	if d := s.limit(c, "ip:"+c.RealIP(), s.cfg.Limits.PerIP); !d.Allowed {
+		return tooManyRequests(c, d)
+	}
+
+	// 3, 4. Token, its state, the tenant switch (and the grant inputs).
+	res, err := s.cfg.Bearer.Authenticate(r.Context(), r.Header.Get("Authorization"))
 	if err != nil {
 		s.cfg.Logger.Error("authenticating a token failed", "err", err)
 		return jsonRPCError(c, http.StatusServiceUnavailable, -32603, "Service unavailable; try again shortly.")
 	}
-	if failure != nil {
-		s.cfg.Logger.Info("bearer request refused", "reason", failure.Reason)
-		return s.unauthorized(c, failure)
+	if res.Failure != nil {
+		s.cfg.Logger.Info("bearer request refused", "reason", res.Failure.Reason)
+		return s.unauthorized(c, res.Failure)
 	}
+	// 5. Per-token limit, keyed on tenant and token digest.
+	if d := s.limit(c, "token:"+res.Digest, s.cfg.Limits.PerToken); !d.Allowed {
+		return tooManyRequests(c, d)
+	}
+	// 6. Grants.
+	if res.GrantFailure != nil {
+		s.cfg.Logger.Info("bearer request refused", "reason", res.GrantFailure.Reason)
+		return s.unauthorized(c, res.GrantFailure)
+	}
+	p, g := res.Principal, res.Grants
 
 	// Protocol errors are JSON-RPC errors (ARCHITECTURE §6.1). The SDK
 	// answers malformed messages and unknown methods with plain-text 400s,
@@ -181,4 +199,38 @@ func jsonRPCError(c echo.Context, status, code int, msg string) error {
 		"jsonrpc": "2.0", "id": nil,
 		"error": map[string]any{"code": code, "message": msg},
 	})
+}
+
+// limit applies a rate-limit rule. A limiter failure fails open and is
+// logged: an unavailable Redis must not take the endpoint down or turn into
+// a 500.
+func (s *Server) limit(c echo.Context, key string, rule ratelimit.Rule) ratelimit.Decision {
+	if s.cfg.Limiter == nil || rule.Limit <= 0 {
+		return ratelimit.Decision{Allowed: true}
+	}
+	d, err := s.cfg.Limiter.Allow(c.Request().Context(), "mcp:"+key, rule)
+	if err != nil {
+		s.cfg.Logger.Warn("rate limiter failed; allowing the request", "err", err)
+		return ratelimit.Decision{Allowed: true}
+	}
+	return d
+}
+
+// tooManyRequests writes a 429 with Retry-After (whole seconds, rounded up)
+// and a JSON-RPC error that says when to retry.
+func tooManyRequests(c echo.Context, d ratelimit.Decision) error {
+	secs := int(math.Ceil(d.RetryAfter.Seconds()))
+	if secs < 1 {
+		secs = 1
+	}
+	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	return jsonRPCError(c, http.StatusTooManyRequests, -32000,
+		fmt.Sprintf("Rate limit exceeded: too many requests; retry after %d second%s.", secs, plural(secs)))
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

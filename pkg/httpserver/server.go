@@ -9,6 +9,7 @@ import (
 	"errors"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
 	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/ratelimit"
 	"github.com/codelotse/codelotse/web"
 )
 
@@ -35,6 +37,27 @@ type Config struct {
 	Bearer         *authn.Bearer
 	MCP            *mcpserver.Deps
 	Logger         *slog.Logger
+	// Limiter and Limits rate-limit the bearer routes (bucket mcp); a nil
+	// Limiter disables limits.
+	Limiter ratelimit.Limiter
+	Limits  Limits
+	// TrustedProxies are the CIDRs of reverse proxies whose
+	// X-Forwarded-For is believed for the client address; empty: the
+	// connection's address is the client's.
+	TrustedProxies []*net.IPNet
+}
+
+// Limits are the rate limits of the mcp bucket.
+type Limits struct {
+	PerIP    ratelimit.Rule
+	PerToken ratelimit.Rule
+}
+
+// DefaultLimits are ARCHITECTURE §6.4's: 600 a minute per IP, 120 a minute
+// per token.
+var DefaultLimits = Limits{
+	PerIP:    ratelimit.Rule{Limit: 600, Period: time.Minute},
+	PerToken: ratelimit.Rule{Limit: 120, Period: time.Minute},
 }
 
 // MaxBodyBytes is the largest request body a bearer route accepts.
@@ -73,6 +96,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	e.IPExtractor = echo.ExtractIPDirect()
+	if len(cfg.TrustedProxies) > 0 {
+		var opts []echo.TrustOption
+		for _, n := range cfg.TrustedProxies {
+			opts = append(opts, echo.TrustIPRange(n))
+		}
+		opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
+	}
 	s := &Server{cfg: cfg, echo: e, origins: origins, mcp: mcpserver.Handler(cfg.Logger), templates: tpl}
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.recoverer, s.accessLog)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -33,6 +34,13 @@ type Config struct {
 	ListenAddr     string
 	AllowedOrigins []string
 	LogLevel       slog.Level
+	// RatePerToken and RatePerIP are requests a minute on /mcp (0: no limit).
+	RatePerToken int
+	RatePerIP    int
+	// RedisURL, when set, shares rate limits across replicas.
+	RedisURL string
+	// TrustedProxies are CIDRs whose X-Forwarded-For is believed.
+	TrustedProxies []*net.IPNet
 }
 
 // Load reads the configuration from getenv.
@@ -74,6 +82,31 @@ func Load(getenv func(string) string) (Config, error) {
 		if o = strings.TrimSpace(o); o != "" {
 			c.AllowedOrigins = append(c.AllowedOrigins, o)
 		}
+	}
+	var err2 error
+	if c.RatePerToken, err2 = intEnv(getenv, "MCP_RATE_PER_TOKEN", 120); err2 != nil {
+		return c, err2
+	}
+	if c.RatePerIP, err2 = intEnv(getenv, "MCP_RATE_PER_IP", 600); err2 != nil {
+		return c, err2
+	}
+	c.RedisURL = getenv("REDIS_URL")
+	for _, p := range strings.Split(getenv("TRUSTED_PROXIES"), ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !strings.Contains(p, "/") {
+			if ip := net.ParseIP(p); ip != nil && ip.To4() != nil {
+				p += "/32"
+			} else {
+				p += "/128"
+			}
+		}
+		_, n, err := net.ParseCIDR(p)
+		if err != nil {
+			return c, fmt.Errorf("TRUSTED_PROXIES: %q is not an IP address or CIDR", p)
+		}
+		c.TrustedProxies = append(c.TrustedProxies, n)
 	}
 	if lv := getenv("LOG_LEVEL"); lv != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(lv)); err != nil {
@@ -117,4 +150,16 @@ func (c Config) OpenRuntime(ctx context.Context) (*postgres.DB, error) {
 // Logger returns a JSON logger on w at the configured level.
 func (c Config) Logger(w *os.File) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
+}
+
+func intEnv(getenv func(string) string, name string, def int) (int, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s must be a whole number of requests a minute (0: no limit), not %q", name, v)
+	}
+	return n, nil
 }

@@ -1,0 +1,133 @@
+package httpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/authn"
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/mcpserver"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+	"github.com/codelotse/codelotse/pkg/ratelimit"
+	"github.com/codelotse/codelotse/pkg/secretscan"
+	"github.com/codelotse/codelotse/pkg/shape"
+	"github.com/codelotse/codelotse/pkg/tokens"
+)
+
+// edgeFixture is a server on a real database with one valid token.
+func edgeFixture(t *testing.T, limiter ratelimit.Limiter, logs io.Writer) (*Server, string) {
+	t.Helper()
+	env := pgtest.New(t)
+	ctx := context.Background()
+	tn, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "acme", Name: "Acme", MCPEnabled: true}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := tokens.Generate()
+	err = env.Admin.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
+		u, err := postgres.UpsertLocalUser(ctx, tx, tn.ID, "dev@acme.test", "", codelotse.RoleMember, time.Now())
+		if err != nil {
+			return err
+		}
+		exp, _ := tokens.ExpiresAt(time.Now(), 30)
+		_, err = postgres.CreateToken(ctx, tx, tn.ID, postgres.NewToken{UserID: u.ID, Name: "t", Secret: secret, ExpiresAt: exp}, time.Now(), postgres.Actor{Label: "test"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	bearer := &authn.Bearer{DB: env.App, Logger: logger}
+	t.Cleanup(bearer.Wait)
+	srv, err := New(Config{
+		PublicURL: "http://127.0.0.1:8080", DB: env.App, Bearer: bearer, Logger: logger,
+		MCP:     &mcpserver.Deps{DB: env.App, Shaper: shape.New(secretscan.New()), Logger: logger, SchemaCache: mcpserver.NewSchemaCache()},
+		Limiter: limiter, Limits: DefaultLimits,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, secret
+}
+
+func mcpRequest(token string, extra map[string]string) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_repositories","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range extra {
+		req.Header.Set(k, v)
+	}
+	return req
+}
+
+// TestOnlyProtocolHeadersReachTheSDK: Authorization, Cookie and every other
+// client header are stripped before the MCP SDK sees the request.
+func TestOnlyProtocolHeadersReachTheSDK(t *testing.T) {
+	srv, secret := edgeFixture(t, nil, io.Discard)
+	real := srv.mcp
+	var seen http.Header
+	srv.mcp = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = r.Header.Clone()
+		real.ServeHTTP(w, r)
+	})
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, mcpRequest(secret, map[string]string{
+		"Cookie": "__Host-session=abc", "X-Forwarded-For": "10.0.0.1", "Proxy-Authorization": "Basic x",
+		"Mcp-Session-Id": "s",
+	}))
+	if rec.Code != 200 {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	for k := range seen {
+		switch k {
+		case "Accept", "Content-Type", "Last-Event-Id", "Mcp-Protocol-Version", "Mcp-Session-Id":
+		default:
+			t.Errorf("header %s reached the SDK", k)
+		}
+	}
+	for k, v := range seen {
+		if strings.Contains(strings.Join(v, " "), secret) {
+			t.Errorf("the token reached the SDK in %s", k)
+		}
+	}
+	if seen.Get("Mcp-Protocol-Version") != "2025-06-18" || seen.Get("Accept") == "" {
+		t.Errorf("protocol headers were not passed: %v", seen)
+	}
+}
+
+type failingLimiter struct{}
+
+func (failingLimiter) Allow(context.Context, string, ratelimit.Rule) (ratelimit.Decision, error) {
+	return ratelimit.Decision{}, errors.New("redis: connection refused")
+}
+
+// TestLimiterFailureFailsOpen: a broken limiter is logged and never turns
+// into a refusal or a 500.
+func TestLimiterFailureFailsOpen(t *testing.T) {
+	var logs bytes.Buffer
+	srv, secret := edgeFixture(t, failingLimiter{}, &logs)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, mcpRequest(secret, nil))
+	if rec.Code != 200 {
+		t.Fatalf("status %d with a failing limiter, want 200: %s", rec.Code, rec.Body)
+	}
+	if !strings.Contains(logs.String(), "rate limiter failed") {
+		t.Error("the limiter failure was not logged")
+	}
+	if strings.Contains(logs.String(), secret) {
+		t.Error("the token appears in the logs")
+	}
+}
