@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/codelotse/codelotse/apps/internal/config"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -62,21 +64,28 @@ type command struct {
 
 // commands maps "group verb" (or a single word) to its command.
 var commands = map[string]command{
-	"migrate":        {"apply migrations, roles and policies", cmdMigrate},
-	"tenant create":  {"create a tenant", cmdTenantCreate},
-	"tenant set-mcp": {"switch MCP on or off for a tenant", cmdTenantSetMCP},
-	"user add":       {"add a user (or refresh their membership)", cmdUserAdd},
-	"user delete":    {"delete a user; their tokens stop working", cmdUserDelete},
-	"token create":   {"create a personal access token; prints only the token", cmdTokenCreate},
-	"token revoke":   {"revoke a token by id", cmdTokenRevoke},
-	"token list":     {"list the tokens of a tenant", cmdTokenList},
-	"repo add":       {"register a repository", cmdRepoAdd},
-	"repo grant":     {"let a user view a repository", cmdRepoGrant},
-	"rule add":       {"add or replace a review rule", cmdRuleAdd},
-	"demo":           {"seed the demo tenant and print a fresh demo token (make run)", cmdDemo},
-	"import review":  {"import a native review JSON document (docs/review-format.md)", cmdImportReview},
-	"import sarif":   {"import SARIF 2.1.0 results as findings", cmdImportSARIF},
-	"index":          {"index a local git checkout at a commit for search_code", cmdIndex},
+	"migrate":            {"apply migrations, roles and policies", cmdMigrate},
+	"tenant create":      {"create a tenant", cmdTenantCreate},
+	"tenant set-mcp":     {"switch MCP on or off for a tenant", cmdTenantSetMCP},
+	"user add":           {"add a user (or refresh their membership)", cmdUserAdd},
+	"user delete":        {"delete a user; their tokens stop working", cmdUserDelete},
+	"token create":       {"create a personal access token; prints only the token", cmdTokenCreate},
+	"token revoke":       {"revoke a token by id", cmdTokenRevoke},
+	"token list":         {"list the tokens of a tenant", cmdTokenList},
+	"repo add":           {"register a repository", cmdRepoAdd},
+	"repo grant":         {"let a user view a repository", cmdRepoGrant},
+	"rule add":           {"add or replace a review rule", cmdRuleAdd},
+	"demo":               {"seed the demo tenant and print a fresh demo token (make run)", cmdDemo},
+	"import review":      {"import a native review JSON document (docs/review-format.md)", cmdImportReview},
+	"import sarif":       {"import SARIF 2.1.0 results as findings", cmdImportSARIF},
+	"index":              {"index a local git checkout at a commit for search_code", cmdIndex},
+	"idp add":            {"add (or update) the tenant's OIDC identity provider", cmdIdPAdd},
+	"idp disable":        {"disable an identity provider; its tokens stop working", cmdIdPSetEnabled(false)},
+	"idp enable":         {"enable an identity provider again", cmdIdPSetEnabled(true)},
+	"idp map":            {"map an IdP group to a role (and repository)", cmdIdPMap},
+	"idp unmap":          {"remove group mappings", cmdIdPUnmap},
+	"membership refresh": {"refresh a user's cached membership now (24 hours)", cmdMembershipRefresh},
+	"membership expire":  {"expire a user's cached membership (tokens answer 401)", cmdMembershipExpire},
 }
 
 // usageError marks errors in how cltctl was called (exit status 2).
@@ -188,3 +197,18 @@ func (e *env) tenant(db *postgres.DB, slug string) (string, error) {
 }
 
 var operator = postgres.Actor{Label: "cltctl"}
+
+// inTenant opens the administrative connection and runs fn in a tenant
+// transaction of the tenant with slug.
+func (e *env) inTenant(slug string, fn func(tid string, tx pgx.Tx) error) error {
+	db, err := e.admin()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tid, err := e.tenant(db, slug)
+	if err != nil {
+		return err
+	}
+	return db.InTenant(e.ctx, tid, func(tx pgx.Tx) error { return fn(tid, tx) })
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -21,6 +22,8 @@ func cmdTokenCreate(e *env, args []string) error {
 	email := fs.String("email", "", "email of the user the token acts for")
 	name := fs.String("name", "", "token name (1-100 characters)")
 	days := fs.Int("expires-days", tokens.DefaultExpiryDays, "lifetime in days (1-90)")
+	groups := fs.String("idp-groups", "", "create the token as an OIDC sign-in would: bound to the tenant's identity provider with this comma-separated groups snapshot")
+	issuer := fs.String("issuer", "", "with --idp-groups: the provider's issuer (needed when the tenant has several)")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -39,7 +42,16 @@ func cmdTokenCreate(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	secret, err := createToken(e, db, tid, *email, *name, *days)
+	var oidc *oidcSnapshot
+	if *groups != "" || *issuer != "" {
+		oidc = &oidcSnapshot{issuer: *issuer, groups: []string{}}
+		for _, g := range strings.Split(*groups, ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				oidc.groups = append(oidc.groups, g)
+			}
+		}
+	}
+	secret, err := createTokenWith(e, db, tid, *email, *name, *days, oidc)
 	if err != nil {
 		return err
 	}
@@ -47,8 +59,18 @@ func cmdTokenCreate(e *env, args []string) error {
 	return nil
 }
 
+// oidcSnapshot binds a token to an identity provider and a groups snapshot.
+type oidcSnapshot struct {
+	issuer string
+	groups []string
+}
+
 // createToken creates a token for the user with email and returns the secret.
 func createToken(e *env, db *postgres.DB, tid, email, name string, days int) (string, error) {
+	return createTokenWith(e, db, tid, email, name, days, nil)
+}
+
+func createTokenWith(e *env, db *postgres.DB, tid, email, name string, days int, oidc *oidcSnapshot) (string, error) {
 	if _, err := tokens.CheckName(name); err != nil {
 		return "", err
 	}
@@ -62,7 +84,15 @@ func createToken(e *env, db *postgres.DB, tid, email, name string, days int) (st
 		if err != nil {
 			return err
 		}
-		_, err = postgres.CreateToken(e.ctx, tx, tid, postgres.NewToken{UserID: u.ID, Name: name, Secret: secret, ExpiresAt: exp}, e.now, operator)
+		nt := postgres.NewToken{UserID: u.ID, Name: name, Secret: secret, ExpiresAt: exp}
+		if oidc != nil {
+			p, err := postgres.IdentityProviderByIssuer(e.ctx, tx, tid, oidc.issuer)
+			if err != nil {
+				return err
+			}
+			nt.IdPID, nt.IdPGroups = &p.ID, oidc.groups
+		}
+		_, err = postgres.CreateToken(e.ctx, tx, tid, nt, e.now, operator)
 		return err
 	})
 	if err != nil {

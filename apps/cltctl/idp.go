@@ -1,0 +1,230 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+)
+
+// cmdIdPAdd: cltctl idp add --tenant SLUG --issuer URL --client-id ID --client-secret SECRET [--groups-claim NAME] [--scopes "openid email profile groups"]
+func cmdIdPAdd(e *env, args []string) error {
+	fs := e.flags("idp add")
+	slug := fs.String("tenant", "", "tenant slug")
+	issuer := fs.String("issuer", "", "OIDC issuer URL (discovery at ISSUER/.well-known/openid-configuration)")
+	clientID := fs.String("client-id", "", "client id registered at the provider")
+	secret := fs.String("client-secret", "", "client secret")
+	claim := fs.String("groups-claim", "groups", "ID-token claim that lists the user's groups")
+	scopes := fs.String("scopes", "openid email profile groups", "space-separated scopes to request")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := need("tenant", *slug, "issuer", *issuer, "client-id", *clientID, "client-secret", *secret); err != nil {
+		return err
+	}
+	u, err := url.Parse(*issuer)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return usageError{fmt.Sprintf("--issuer must be an absolute URL, not %q", *issuer)}
+	}
+	sc := strings.Fields(*scopes)
+	if !contains(sc, "openid") {
+		return usageError{"--scopes must include openid"}
+	}
+	return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+		p, err := postgres.UpsertIdentityProvider(e.ctx, tx, tid, postgres.IdentityProvider{Issuer: strings.TrimRight(*issuer, "/"),
+			ClientID: *clientID, ClientSecret: *secret, GroupsClaim: *claim, Scopes: sc}, operator)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "identity provider %s (%s) saved and enabled for %s\n", p.Issuer, p.ID, *slug)
+		return nil
+	})
+}
+
+// cmdIdPEnable: cltctl idp disable|enable --tenant SLUG [--issuer URL]
+func cmdIdPSetEnabled(enabled bool) func(e *env, args []string) error {
+	return func(e *env, args []string) error {
+		name := "idp disable"
+		if enabled {
+			name = "idp enable"
+		}
+		fs := e.flags(name)
+		slug := fs.String("tenant", "", "tenant slug")
+		issuer := fs.String("issuer", "", "issuer of the provider (needed when the tenant has several)")
+		if err := parse(fs, args, 0); err != nil {
+			return err
+		}
+		if err := need("tenant", *slug); err != nil {
+			return err
+		}
+		return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+			p, err := postgres.IdentityProviderByIssuer(e.ctx, tx, tid, *issuer)
+			if err != nil {
+				return err
+			}
+			if err := postgres.SetIdentityProviderEnabled(e.ctx, tx, tid, p.ID, enabled, operator); err != nil {
+				return err
+			}
+			if enabled {
+				fmt.Fprintf(e.stdout, "identity provider %s enabled\n", p.Issuer)
+			} else {
+				fmt.Fprintf(e.stdout, "identity provider %s disabled; its tokens no longer work\n", p.Issuer)
+			}
+			return nil
+		})
+	}
+}
+
+// cmdIdPMap: cltctl idp map --tenant SLUG --group G --role admin|member [--repo OWNER/NAME] [--issuer URL]
+func cmdIdPMap(e *env, args []string) error {
+	fs := e.flags("idp map")
+	slug := fs.String("tenant", "", "tenant slug")
+	group := fs.String("group", "", "group name as the provider sends it")
+	role := fs.String("role", "", "admin or member")
+	repo := fs.String("repo", "", "OWNER/NAME the group may view (members)")
+	issuer := fs.String("issuer", "", "issuer of the provider (needed when the tenant has several)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := need("tenant", *slug, "group", *group, "role", *role); err != nil {
+		return err
+	}
+	r, err := roleFlag(*role)
+	if err != nil {
+		return err
+	}
+	return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+		p, err := postgres.IdentityProviderByIssuer(e.ctx, tx, tid, *issuer)
+		if err != nil {
+			return err
+		}
+		m := codelotse.GroupMapping{Group: *group, Role: r}
+		if *repo != "" {
+			rp, err := postgres.RepositoryByName(e.ctx, tx, tid, *repo)
+			if err != nil {
+				return err
+			}
+			m.RepositoryID = &rp.ID
+		}
+		if err := postgres.AddGroupMapping(e.ctx, tx, tid, p.ID, m, operator); err != nil {
+			return err
+		}
+		target := "no repository"
+		if *repo != "" {
+			target = *repo
+		}
+		fmt.Fprintf(e.stdout, "group %q maps to %s (%s)\n", *group, r, target)
+		return nil
+	})
+}
+
+// cmdIdPUnmap: cltctl idp unmap --tenant SLUG --group G [--role R] [--repo OWNER/NAME] [--issuer URL]
+func cmdIdPUnmap(e *env, args []string) error {
+	fs := e.flags("idp unmap")
+	slug := fs.String("tenant", "", "tenant slug")
+	group := fs.String("group", "", "group name")
+	role := fs.String("role", "", "only the mapping with this role")
+	repo := fs.String("repo", "", "only the mapping of this repository")
+	issuer := fs.String("issuer", "", "issuer of the provider (needed when the tenant has several)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := need("tenant", *slug, "group", *group); err != nil {
+		return err
+	}
+	if *role != "" {
+		if _, err := roleFlag(*role); err != nil {
+			return err
+		}
+	}
+	return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+		p, err := postgres.IdentityProviderByIssuer(e.ctx, tx, tid, *issuer)
+		if err != nil {
+			return err
+		}
+		var repoID *int64
+		if *repo != "" {
+			rp, err := postgres.RepositoryByName(e.ctx, tx, tid, *repo)
+			if err != nil {
+				return err
+			}
+			repoID = &rp.ID
+		}
+		n, err := postgres.RemoveGroupMappings(e.ctx, tx, tid, p.ID, *group, *role, repoID, operator)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "removed %d mapping(s) of group %q; it applies to every token at its next request\n", n, *group)
+		return nil
+	})
+}
+
+// cmdMembershipRefresh: cltctl membership refresh --tenant SLUG --email EMAIL [--role admin|member]
+func cmdMembershipRefresh(e *env, args []string) error {
+	fs := e.flags("membership refresh")
+	slug := fs.String("tenant", "", "tenant slug")
+	email := fs.String("email", "", "user email")
+	role := fs.String("role", "", "new role (default: keep)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := need("tenant", *slug, "email", *email); err != nil {
+		return err
+	}
+	return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+		u, err := postgres.UserByEmail(e.ctx, tx, tid, *email)
+		if err != nil {
+			return err
+		}
+		r := codelotse.Role(*role)
+		if *role == "" {
+			if err := tx.QueryRow(e.ctx, `SELECT role FROM tenant_memberships WHERE tenant_id = $1 AND user_id = $2`, tid, u.ID).Scan(&r); err != nil {
+				r = codelotse.RoleMember
+			}
+		} else if r, err = roleFlag(*role); err != nil {
+			return err
+		}
+		if err := postgres.RefreshMembership(e.ctx, tx, tid, u.ID, r, "local", e.now); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "membership of %s refreshed (%s); valid for 24 hours\n", *email, r)
+		return nil
+	})
+}
+
+// cmdMembershipExpire: cltctl membership expire --tenant SLUG --email EMAIL
+func cmdMembershipExpire(e *env, args []string) error {
+	fs := e.flags("membership expire")
+	slug := fs.String("tenant", "", "tenant slug")
+	email := fs.String("email", "", "user email")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := need("tenant", *slug, "email", *email); err != nil {
+		return err
+	}
+	return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+		u, err := postgres.UserByEmail(e.ctx, tx, tid, *email)
+		if err != nil {
+			return err
+		}
+		if err := postgres.ExpireMembership(e.ctx, tx, tid, u.ID, operator); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "membership of %s expired; their tokens answer 401 until they sign in again\n", *email)
+		return nil
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

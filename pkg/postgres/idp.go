@@ -1,0 +1,141 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+)
+
+// IdentityProvider is a tenant's OIDC provider.
+type IdentityProvider struct {
+	ID           string
+	Issuer       string
+	ClientID     string
+	ClientSecret string
+	GroupsClaim  string
+	Scopes       []string
+	Enabled      bool
+}
+
+// UpsertIdentityProvider adds a provider, or updates the one with the same
+// issuer (and enables it), with an audit event.
+func UpsertIdentityProvider(ctx context.Context, tx pgx.Tx, tenantID string, p IdentityProvider, actor Actor) (IdentityProvider, error) {
+	if p.GroupsClaim == "" {
+		p.GroupsClaim = "groups"
+	}
+	if len(p.Scopes) == 0 {
+		p.Scopes = []string{"openid", "email", "profile", "groups"}
+	}
+	err := tx.QueryRow(ctx, `INSERT INTO identity_providers (tenant_id, issuer, client_id, client_secret, groups_claim, scopes, enabled)
+		VALUES ($1, $2, $3, $4, $5, $6, true)
+		ON CONFLICT (tenant_id, issuer) DO UPDATE SET client_id = EXCLUDED.client_id, client_secret = EXCLUDED.client_secret,
+			groups_claim = EXCLUDED.groups_claim, scopes = EXCLUDED.scopes, enabled = true
+		RETURNING id::text, enabled`, tenantID, p.Issuer, p.ClientID, p.ClientSecret, p.GroupsClaim, p.Scopes).Scan(&p.ID, &p.Enabled)
+	if err != nil {
+		return p, err
+	}
+	return p, insertAudit(ctx, tx, tenantID, actor, "idp.saved", p.Issuer, map[string]any{"client_id": p.ClientID, "groups_claim": p.GroupsClaim})
+}
+
+// IdentityProviderByIssuer finds a provider; issuer "" means the tenant's
+// only provider.
+func IdentityProviderByIssuer(ctx context.Context, tx pgx.Tx, tenantID, issuer string) (IdentityProvider, error) {
+	rows, err := tx.Query(ctx, `SELECT id::text, issuer, client_id, client_secret, groups_claim, scopes, enabled
+		FROM identity_providers WHERE tenant_id = $1 AND ($2 = '' OR issuer = $2) ORDER BY created_at`, tenantID, strings.TrimRight(issuer, "/"))
+	if err != nil {
+		return IdentityProvider{}, err
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (IdentityProvider, error) {
+		var p IdentityProvider
+		return p, r.Scan(&p.ID, &p.Issuer, &p.ClientID, &p.ClientSecret, &p.GroupsClaim, &p.Scopes, &p.Enabled)
+	})
+	switch {
+	case err != nil:
+		return IdentityProvider{}, err
+	case len(list) == 0 && issuer == "":
+		return IdentityProvider{}, codelotse.Errorf(codelotse.NotFound, "this tenant has no identity provider")
+	case len(list) == 0:
+		return IdentityProvider{}, codelotse.Errorf(codelotse.NotFound, "no identity provider with issuer %s in this tenant", issuer)
+	case len(list) > 1:
+		return IdentityProvider{}, codelotse.Errorf(codelotse.Invalid, "this tenant has %d identity providers; name one with its issuer", len(list))
+	}
+	return list[0], nil
+}
+
+// SetIdentityProviderEnabled enables or disables a provider. Disabling
+// applies at once: tokens created through it stop authenticating.
+func SetIdentityProviderEnabled(ctx context.Context, tx pgx.Tx, tenantID, id string, enabled bool, actor Actor) error {
+	var issuer string
+	err := tx.QueryRow(ctx, `UPDATE identity_providers SET enabled = $3 WHERE tenant_id = $1 AND id = $2 RETURNING issuer`,
+		tenantID, id, enabled).Scan(&issuer)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return codelotse.Errorf(codelotse.NotFound, "identity provider not found")
+	}
+	if err != nil {
+		return err
+	}
+	action := "idp.disabled"
+	if enabled {
+		action = "idp.enabled"
+	}
+	return insertAudit(ctx, tx, tenantID, actor, action, issuer, nil)
+}
+
+// AddGroupMapping maps a group to a role (and optionally a repository).
+func AddGroupMapping(ctx context.Context, tx pgx.Tx, tenantID, idpID string, m codelotse.GroupMapping, actor Actor) error {
+	_, err := tx.Exec(ctx, `INSERT INTO oidc_group_mappings (tenant_id, idp_id, group_name, role, repository_id)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, tenantID, idpID, m.Group, string(m.Role), m.RepositoryID)
+	if isCheckViolation(err) {
+		return codelotse.Errorf(codelotse.Invalid, "group must be 1-300 characters")
+	}
+	if err != nil {
+		return err
+	}
+	return insertAudit(ctx, tx, tenantID, actor, "idp.mapping_added", m.Group, map[string]any{"role": m.Role, "repository_id": m.RepositoryID})
+}
+
+// RemoveGroupMappings removes the mappings of a group (optionally only of
+// one role or repository). It applies on the next request of every token.
+func RemoveGroupMappings(ctx context.Context, tx pgx.Tx, tenantID, idpID, group, role string, repoID *int64, actor Actor) (int, error) {
+	tag, err := tx.Exec(ctx, `DELETE FROM oidc_group_mappings WHERE tenant_id = $1 AND idp_id = $2 AND group_name = $3
+		AND ($4 = '' OR role = $4) AND ($5::bigint IS NULL OR repository_id = $5)`, tenantID, idpID, group, role, repoID)
+	if err != nil {
+		return 0, err
+	}
+	if tag.RowsAffected() == 0 {
+		return 0, codelotse.Errorf(codelotse.NotFound, "no mapping of group %q matches", group)
+	}
+	return int(tag.RowsAffected()), insertAudit(ctx, tx, tenantID, actor, "idp.mapping_removed", group, map[string]any{"removed": tag.RowsAffected()})
+}
+
+// ReplaceGroupSnapshot replaces the IdP groups snapshot on the user's active
+// tokens of the tenant that were created through the provider. Every
+// sign-in through that provider calls it, so group changes reach tokens at
+// the next sign-in.
+func ReplaceGroupSnapshot(ctx context.Context, tx pgx.Tx, tenantID, userID, idpID string, groups []string) (int, error) {
+	if groups == nil {
+		groups = []string{}
+	}
+	tag, err := tx.Exec(ctx, `UPDATE mcp_tokens SET idp_groups = $4
+		WHERE tenant_id = $1 AND user_id = $2 AND idp_id = $3 AND revoked_at IS NULL AND expires_at > now()`,
+		tenantID, userID, idpID, groups)
+	return int(tag.RowsAffected()), err
+}
+
+// ExpireMembership makes a user's cached GitHub membership stale, so their
+// tokens answer 401 until the next sign-in (support and tests; webhooks of
+// removed members do the same).
+func ExpireMembership(ctx context.Context, tx pgx.Tx, tenantID, userID string, actor Actor) error {
+	tag, err := tx.Exec(ctx, `UPDATE tenant_memberships SET refreshed_at = 'epoch' WHERE tenant_id = $1 AND user_id = $2`, tenantID, userID)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return codelotse.Errorf(codelotse.NotFound, "the user has no cached membership")
+	}
+	return insertAudit(ctx, tx, tenantID, actor, "membership.expired", userID, nil)
+}
