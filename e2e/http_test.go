@@ -243,10 +243,25 @@ func TestBearerEdge(t *testing.T) {
 		}
 	})
 
+	// /metrics serves the MCP metrics for Prometheus, without identities.
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"mcp_server_operation_duration_seconds_bucket", `gen_ai_tool_name="list_repositories"`, `mcp_method_name="tools/call"`, "codelotse_mcp_auth_refused"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	logs := s.logs.String()
 	for _, tok := range []string{valid, gone, stale, revoked, expired, quiet} {
 		if strings.Contains(logs, tok) {
 			t.Error("a token appears in the API's logs")
+		}
+		if strings.Contains(string(metrics), tok[4:]) {
+			t.Error("a token appears in /metrics")
 		}
 	}
 	_ = bytes.MinRead

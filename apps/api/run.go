@@ -17,6 +17,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/ratelimit"
 	"github.com/codelotse/codelotse/pkg/secretscan"
 	"github.com/codelotse/codelotse/pkg/shape"
+	"github.com/codelotse/codelotse/pkg/telemetry"
 )
 
 // run starts the API and blocks until ctx ends. It prints the address it
@@ -30,6 +31,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+
+	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "codelotse-api", ServiceVersion: mcpserver.Version, OTLPEndpoint: getenv("OTEL_EXPORTER_OTLP_ENDPOINT")})
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tel.Shutdown(sctx)
+	}()
 
 	db, err := cfg.OpenRuntime(ctx)
 	if err != nil {
@@ -63,6 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			SchemaCache: mcpserver.NewSchemaCache(),
 		},
 		Logger:         logger,
+		Telemetry:      tel,
 		Limiter:        limiter,
 		Limits:         httpserver.Limits{PerIP: perMinute(cfg.RatePerIP), PerToken: perMinute(cfg.RatePerToken)},
 		TrustedProxies: cfg.TrustedProxies,

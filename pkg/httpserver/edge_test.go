@@ -3,6 +3,7 @@ package httpserver
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/ratelimit"
 	"github.com/codelotse/codelotse/pkg/secretscan"
 	"github.com/codelotse/codelotse/pkg/shape"
+	"github.com/codelotse/codelotse/pkg/telemetry"
 	"github.com/codelotse/codelotse/pkg/tokens"
 )
 
@@ -129,5 +131,80 @@ func TestLimiterFailureFailsOpen(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), secret) {
 		t.Error("the token appears in the logs")
+	}
+}
+
+// TestTelemetryCarriesNoIdentity: spans, metrics and logs of real requests
+// (success, tool error, 401, 429) contain no token, token digest, tenant,
+// user or token id, while the MCP attributes are there.
+func TestTelemetryCarriesNoIdentity(t *testing.T) {
+	var logs bytes.Buffer
+	env := pgtest.New(t)
+	ctx := context.Background()
+	tn, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "acme", Name: "Acme", MCPEnabled: true}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := tokens.Generate()
+	var userID, tokenID string
+	err = env.Admin.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
+		u, err := postgres.UpsertLocalUser(ctx, tx, tn.ID, "dev@acme.test", "", codelotse.RoleMember, time.Now())
+		if err != nil {
+			return err
+		}
+		userID = u.ID
+		exp, _ := tokens.ExpiresAt(time.Now(), 30)
+		tk, err := postgres.CreateToken(ctx, tx, tn.ID, postgres.NewToken{UserID: u.ID, Name: "t", Secret: secret, ExpiresAt: exp}, time.Now(), postgres.Actor{Label: "test"})
+		tokenID = tk.ID
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	tel, rec := telemetry.NewRecorded()
+	bearer := &authn.Bearer{DB: env.App, Logger: logger}
+	defer bearer.Wait()
+	srv, err := New(Config{
+		PublicURL: "http://127.0.0.1:8080", DB: env.App, Bearer: bearer, Logger: logger, Telemetry: tel,
+		MCP:     &mcpserver.Deps{DB: env.App, Shaper: shape.New(secretscan.New()), Logger: logger, SchemaCache: mcpserver.NewSchemaCache()},
+		Limiter: ratelimit.NewMemory(), Limits: Limits{PerIP: ratelimit.Rule{Limit: 1000, Period: time.Minute}, PerToken: ratelimit.Rule{Limit: 3, Period: time.Minute}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(req *http.Request) int {
+		rr := httptest.NewRecorder()
+		srv.ServeHTTP(rr, req)
+		return rr.Code
+	}
+	if code := do(mcpRequest(secret, nil)); code != 200 {
+		t.Fatalf("tools/call: %d", code)
+	}
+	bad := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_rules","arguments":{"repository":"x/y"}}}`))
+	bad.Header = mcpRequest(secret, nil).Header
+	do(bad)
+	do(mcpRequest(tokens.Generate(), nil)) // 401 unknown
+	do(mcpRequest(secret, nil))
+	if code := do(mcpRequest(secret, nil)); code != 429 {
+		t.Fatalf("fourth call with a limit of 3: %d", code)
+	}
+	bearer.Wait()
+
+	dump := rec.Dump(ctx)
+	for _, want := range []string{"mcp.method.name=tools/call", "gen_ai.tool.name=list_repositories", "gen_ai.tool.name=get_rules",
+		"error.type=tool_error", "mcp.protocol.version=2025-06-18", "reason=unknown", "limit=token", `span "tools/call list_repositories"`} {
+		if !strings.Contains(dump, want) {
+			t.Errorf("telemetry lacks %q:\n%s", want, dump)
+		}
+	}
+	digest := hex.EncodeToString(tokens.Hash(secret))
+	for _, bad := range []string{secret, secret[4:], digest, tn.ID, userID, tokenID, "dev@acme.test", "acme"} {
+		if strings.Contains(dump, bad) {
+			t.Errorf("telemetry contains an identity (%.12s…):\n%s", bad, dump)
+		}
+		if bad != "acme" && bad != tn.ID && strings.Contains(logs.String(), bad) && bad != tokenID {
+			t.Errorf("logs contain %.12s…", bad)
+		}
 	}
 }

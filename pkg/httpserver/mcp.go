@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
 	"github.com/codelotse/codelotse/pkg/ratelimit"
+	"github.com/codelotse/codelotse/pkg/telemetry"
 )
 
 // unauthorizedBody is the exact JSON-RPC body of every 401 (ARCHITECTURE §4).
@@ -51,6 +53,7 @@ func (s *Server) mcpPost(c echo.Context) error {
 
 	// 2. Per-IP limit, before anything touches the database.
 	if d := s.limit(c, "ip:"+c.RealIP(), s.cfg.Limits.PerIP); !d.Allowed {
+		s.tel.Limited(r.Context(), "ip")
 		return tooManyRequests(c, d)
 	}
 
@@ -62,15 +65,18 @@ func (s *Server) mcpPost(c echo.Context) error {
 	}
 	if res.Failure != nil {
 		s.cfg.Logger.Info("bearer request refused", "reason", res.Failure.Reason)
+		s.tel.Refused(r.Context(), res.Failure.Reason)
 		return s.unauthorized(c, res.Failure)
 	}
 	// 5. Per-token limit, keyed on tenant and token digest.
 	if d := s.limit(c, "token:"+res.Digest, s.cfg.Limits.PerToken); !d.Allowed {
+		s.tel.Limited(r.Context(), "token")
 		return tooManyRequests(c, d)
 	}
 	// 6. Grants.
 	if res.GrantFailure != nil {
 		s.cfg.Logger.Info("bearer request refused", "reason", res.GrantFailure.Reason)
+		s.tel.Refused(r.Context(), res.GrantFailure.Reason)
 		return s.unauthorized(c, res.GrantFailure)
 	}
 	p, g := res.Principal, res.Grants
@@ -85,12 +91,24 @@ func (s *Server) mcpPost(c echo.Context) error {
 
 	// Only Accept, Content-Type, Last-Event-ID and Mcp-* reach the SDK:
 	// never Authorization, Cookie or anything else the client sent.
-	inner := r.Clone(mcpserver.WithServer(r.Context(), mcpserver.New(s.cfg.MCP, p, g)))
+	start := time.Now()
+	ctx, endSpan := s.tel.StartMCP(r.Context(), msg.Method, msg.Params.Name)
+	inner := r.Clone(mcpserver.WithServer(ctx, mcpserver.New(s.cfg.MCP, p, g)))
 	inner.Header = sdkHeaders(r.Header)
 	inner.Body = io.NopCloser(bytes.NewReader(body))
 	inner.ContentLength = int64(len(body))
 	rec := &recorder{header: http.Header{}}
 	s.mcp.ServeHTTP(rec, inner)
+	if msg.Method != "" && !strings.HasPrefix(msg.Method, "notifications/") {
+		op := telemetry.MCPOperation{Method: msg.Method, ProtocolVersion: msg.protocolVersion(r.Header), ErrorType: outcome(rec.status, rec.body.Bytes())}
+		if msg.Method == "tools/call" {
+			op.Tool = msg.Params.Name
+		}
+		s.tel.RecordMCP(ctx, op, time.Since(start))
+		endSpan(op)
+	} else {
+		endSpan(telemetry.MCPOperation{Method: msg.Method})
+	}
 	if rec.status == http.StatusBadRequest && !strings.HasPrefix(rec.header.Get("Content-Type"), "application/json") {
 		// The SDK refused the message with a plain-text reason.
 		code, text := -32600, "Invalid request: "+strings.TrimSpace(rec.body.String())
@@ -118,6 +136,49 @@ type rpcMessage struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id,omitempty"`
 	Method  string          `json:"method"`
+	Params  struct {
+		Name            string         `json:"name"`
+		ProtocolVersion string         `json:"protocolVersion"`
+		Meta            map[string]any `json:"_meta"`
+	} `json:"params"`
+}
+
+// protocolVersion is the request's protocol version: the header, the
+// 2026-07-28 per-request _meta, or initialize's parameter.
+func (m rpcMessage) protocolVersion(h http.Header) string {
+	if v := h.Get("Mcp-Protocol-Version"); v != "" {
+		return v
+	}
+	if v, ok := m.Params.Meta["io.modelcontextprotocol/protocolVersion"].(string); ok {
+		return v
+	}
+	return m.Params.ProtocolVersion
+}
+
+// outcome reads the error type of an SDK answer for metrics: "" for
+// success, "tool_error" for isError results, else the JSON-RPC error code.
+func outcome(status int, body []byte) string {
+	if status >= 400 {
+		return strconv.Itoa(status)
+	}
+	var r struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+		Result *struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(body, &r) != nil {
+		return ""
+	}
+	switch {
+	case r.Error != nil:
+		return strconv.Itoa(r.Error.Code)
+	case r.Result != nil && r.Result.IsError:
+		return "tool_error"
+	}
+	return ""
 }
 
 // peekMessage checks that body is a JSON-RPC 2.0 message (or a batch, which

@@ -18,6 +18,9 @@ func (s *Server) routes() {
 	e.GET("/.well-known/oauth-protected-resource", s.protectedResource)
 	e.GET("/.well-known/oauth-protected-resource/mcp", s.protectedResource)
 	e.GET("/static/*", s.static)
+	if h := s.tel.MetricsHandler(); h != nil {
+		e.GET("/metrics", echo.WrapHandler(h))
+	}
 
 	// Bearer: a personal access token in the Authorization header; cookies
 	// are ignored and no CSRF token is needed (ARCHITECTURE §4).

@@ -22,6 +22,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/mcpserver"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/ratelimit"
+	"github.com/codelotse/codelotse/pkg/telemetry"
 	"github.com/codelotse/codelotse/web"
 )
 
@@ -41,6 +42,8 @@ type Config struct {
 	// Limiter disables limits.
 	Limiter ratelimit.Limiter
 	Limits  Limits
+	// Telemetry records metrics and spans; nil records nothing.
+	Telemetry *telemetry.Telemetry
 	// TrustedProxies are the CIDRs of reverse proxies whose
 	// X-Forwarded-For is believed for the client address; empty: the
 	// connection's address is the client's.
@@ -70,6 +73,7 @@ type Server struct {
 	origins   map[string]bool
 	mcp       http.Handler
 	templates *template.Template
+	tel       *telemetry.Telemetry
 }
 
 // New builds the server and its routes.
@@ -105,7 +109,10 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
 	}
-	s := &Server{cfg: cfg, echo: e, origins: origins, mcp: mcpserver.Handler(cfg.Logger), templates: tpl}
+	s := &Server{cfg: cfg, echo: e, origins: origins, mcp: mcpserver.Handler(cfg.Logger), templates: tpl, tel: cfg.Telemetry}
+	if s.tel == nil {
+		s.tel = telemetry.Disabled()
+	}
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.recoverer, s.accessLog)
 	s.routes()
@@ -157,16 +164,19 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		id := newRequestID()
-		c.Response().Header().Set("X-Request-Id", id)
-		c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), requestIDKey{}, id)))
-		err := next(c)
-		if err != nil {
-			c.Error(err)
-		}
 		route := c.Path()
 		if route == "" {
 			route = "(unmatched)"
 		}
+		c.Response().Header().Set("X-Request-Id", id)
+		ctx, endSpan := s.tel.StartHTTP(context.WithValue(c.Request().Context(), requestIDKey{}, id), c.Request().Method, route)
+		c.SetRequest(c.Request().WithContext(ctx))
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		endSpan(c.Response().Status)
+		s.tel.RecordHTTP(ctx, c.Request().Method, route, c.Response().Status, time.Since(start))
 		s.cfg.Logger.Info("request",
 			"request_id", id,
 			"method", c.Request().Method,
