@@ -1,0 +1,102 @@
+package secretscan
+
+import (
+	"math/rand/v2"
+	"regexp/syntax"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// ruleSample is a secret of one gitleaks rule, generated from the rule's
+// regex, and the generated text gitleaks finds it in. bare: gitleaks finds
+// the secret on its own (a token), so any context may be tried; otherwise
+// the secret needs the words around it (generic-api-key and the vendor
+// keyword rules).
+type ruleSample struct {
+	corpusEntry
+	bare bool
+}
+
+var (
+	samplesOnce sync.Once
+	samples     []ruleSample
+)
+
+// ruleSamples generates one sample per rule that has a regex, where 200
+// tries find one gitleaks reports (deterministic).
+func ruleSamples(t testing.TB) []ruleSample {
+	samplesOnce.Do(func() {
+		rs, err := rules()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := naiveDetector(t)
+		r := rand.New(rand.NewPCG(5, 6))
+		ids := make([]string, 0, len(rs.cfg.Rules))
+		for id := range rs.cfg.Rules {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			cr := rs.cfg.Rules[id]
+			if cr.Regex == nil {
+				continue
+			}
+			tree, err := syntax.Parse(cr.Regex.String(), syntax.Perl)
+			if err != nil {
+				t.Fatal(err)
+			}
+		tries:
+			for try := 0; try < 200; try++ {
+				line := sampleString(r, tree)
+				for _, f := range d.DetectString(line) {
+					if f.RuleID != id || len(f.Secret) < 8 {
+						continue
+					}
+					s := ruleSample{corpusEntry: corpusEntry{Name: id, Secret: f.Secret, Line: line}}
+					for _, g := range d.DetectString(f.Secret) {
+						if strings.Contains(f.Secret, g.Secret) && len(g.Secret) >= len(f.Secret)/2 {
+							s.bare = true
+						}
+					}
+					samples = append(samples, s)
+					break tries
+				}
+			}
+		}
+	})
+	return samples
+}
+
+// TestRedactEveryRule plants a generated secret of every gitleaks rule: a
+// token in every context of the corpus test, a secret that needs its
+// context as its whole line, alone, in a review and twice.
+func TestRedactEveryRule(t *testing.T) {
+	red := New()
+	ss := ruleSamples(t)
+	if len(ss) < 200 {
+		t.Fatalf("only %d rules sampled", len(ss))
+	}
+	bare := 0
+	for _, s := range ss {
+		var ins []string
+		if s.bare {
+			bare++
+			for _, c := range plantContexts {
+				ins = append(ins, c.build(s.Secret))
+			}
+		}
+		ins = append(ins, s.Line, s.Line+"\n"+s.Line+"\n",
+			newReviewGen(3).withSecrets(8*1024, []string{s.Line}))
+		for _, in := range ins {
+			out, counts := red.Redact(in)
+			if strings.Contains(out, s.Secret) || total(counts) == 0 {
+				t.Errorf("%s: secret survives in %.120q", s.Name, in)
+				break
+			}
+		}
+	}
+	t.Logf("%d rules sampled, %d with self-identifying secrets", len(ss), bare)
+}
