@@ -148,7 +148,10 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 				return err
 			}
 			res, err = postgres.ReplaceIndex(e.ctx, tx, tid, r.ID, snap, operator)
-			return err
+			if err != nil {
+				return err
+			}
+			return learnSecrets(e.ctx, tx, tid, snapshotTexts(snap)...)
 		})
 		if err != nil {
 			return err
@@ -168,7 +171,10 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 	var res postgres.ImportResult
 	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
 		res, err = postgres.ImportReview(e.ctx, tx, tid, imp, operator)
-		return err
+		if err != nil {
+			return err
+		}
+		return learnSecrets(e.ctx, tx, tid, importTexts(imp)...)
 	}); err != nil {
 		return prefixed(path, err)
 	}

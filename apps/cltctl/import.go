@@ -78,7 +78,10 @@ func storeImport(e *env, slug, file string, imp codelotse.ReviewImport) error {
 	var res postgres.ImportResult
 	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
 		res, err = postgres.ImportReview(e.ctx, tx, tid, imp, operator)
-		return err
+		if err != nil {
+			return err
+		}
+		return learnSecrets(e.ctx, tx, tid, importTexts(imp)...)
 	})
 	if err != nil {
 		return prefixed(file, err)

@@ -45,7 +45,10 @@ func cmdIndex(e *env, args []string) error {
 			return err
 		}
 		res, err = postgres.ReplaceIndex(e.ctx, tx, tid, r.ID, snap, operator)
-		return err
+		if err != nil {
+			return err
+		}
+		return learnSecrets(e.ctx, tx, tid, snapshotTexts(snap)...)
 	})
 	if err != nil {
 		return err

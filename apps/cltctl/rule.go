@@ -54,8 +54,10 @@ func cmdRuleAdd(e *env, args []string) error {
 			}
 			repoID = &r.ID
 		}
-		_, err := postgres.UpsertRule(e.ctx, tx, tid, repoID, codelotse.Rule{Key: *key, Title: *title, Severity: severity, PathGlobs: globs, Instructions: *instr})
-		return err
+		if _, err := postgres.UpsertRule(e.ctx, tx, tid, repoID, codelotse.Rule{Key: *key, Title: *title, Severity: severity, PathGlobs: globs, Instructions: *instr}); err != nil {
+			return err
+		}
+		return learnSecrets(e.ctx, tx, tid, *title, *instr)
 	})
 	if err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -51,7 +50,11 @@ var benchQueries = []struct {
 func BenchmarkSearchCode(b *testing.B) {
 	tree := os.Getenv("BENCH_CODE_TREE")
 	if tree == "" {
-		tree = filepath.Join(runtime.GOROOT(), "src")
+		out, err := exec.Command("go", "env", "GOROOT").Output()
+		if err != nil {
+			b.Fatalf("go env GOROOT: %v", err)
+		}
+		tree = filepath.Join(strings.TrimSpace(string(out)), "src")
 	}
 	fx := searchBenchSetup(b, tree)
 	for _, copies := range []int{1, 5} {

@@ -43,6 +43,8 @@ type Deps struct {
 	Logger *slog.Logger
 	// SchemaCache is shared by all per-request servers.
 	SchemaCache *mcp.SchemaCache
+	// Known caches tenants' known-secret fingerprints; nil: patterns only.
+	Known *KnownSecrets
 }
 
 // session is one request's principal and grants, captured by the tools.
@@ -121,7 +123,7 @@ func (s *session) wrap(t tool) mcp.ToolHandler {
 			}
 			return errorResult(codelotse.ErrorMessage(terr)), nil
 		}
-		shaped, serr := s.deps.Shaper.Shape(doc)
+		shaped, serr := s.shaper(ctx).Shape(doc)
 		if serr != nil {
 			s.deps.Logger.Error("shaping a result failed", "tool", t.name, "err", serr)
 			return errorResult("Internal error. The failure was logged; try again later."), nil

@@ -84,6 +84,13 @@ type Shaper struct {
 // New returns a Shaper with the redactor r and the standard cap.
 func New(r Redactor) *Shaper { return &Shaper{redactor: r, max: MaxBytes} }
 
+// WithRedactor returns a copy that redacts with r (for example the base
+// redactor chained with a tenant's known secrets).
+func (s *Shaper) WithRedactor(r Redactor) *Shaper { c := *s; c.redactor = r; return &c }
+
+// Redactor returns the shaper's redactor.
+func (s *Shaper) Redactor() Redactor { return s.redactor }
+
 // WithMax returns a copy with a different cap (tests only).
 func (s *Shaper) WithMax(n int) *Shaper { c := *s; c.max = n; return &c }
 

@@ -235,7 +235,7 @@ func (r *Recorder) Dump(ctx context.Context) string {
 	for _, s := range r.spans.Ended() {
 		fmt.Fprintf(&b, "span %q", s.Name())
 		for _, a := range s.Attributes() {
-			fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.Emit())
+			fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.String())
 		}
 		b.WriteByte('\n')
 	}
@@ -259,7 +259,7 @@ func (r *Recorder) Dump(ctx context.Context) string {
 			for _, set := range sets {
 				fmt.Fprintf(&b, "metric %s", m.Name)
 				for _, a := range set.ToSlice() {
-					fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.Emit())
+					fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.String())
 				}
 				b.WriteByte('\n')
 			}

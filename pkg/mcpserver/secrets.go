@@ -1,0 +1,73 @@
+package mcpserver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/secretscan"
+	"github.com/codelotse/codelotse/pkg/shape"
+)
+
+// KnownSecrets caches each tenant's known-secret fingerprints for a few
+// seconds, so that tools redact values learned at import time without a
+// query per call. A value learned by an import is redacted everywhere
+// within knownTTL; the pattern redactor applies at once regardless.
+type KnownSecrets struct {
+	DB *postgres.DB
+	mu sync.Mutex
+	m  map[string]knownEntry
+}
+
+type knownEntry struct {
+	set *secretscan.Known
+	at  time.Time
+}
+
+const knownTTL = 5 * time.Second
+
+// For returns the tenant's known secrets (nil when none or on error: the
+// pattern redactor still runs, and the error is returned for logging).
+func (k *KnownSecrets) For(ctx context.Context, tenantID string) (*secretscan.Known, error) {
+	if k == nil || k.DB == nil {
+		return nil, nil
+	}
+	k.mu.Lock()
+	e, ok := k.m[tenantID]
+	k.mu.Unlock()
+	if ok && time.Since(e.at) < knownTTL {
+		return e.set, nil
+	}
+	fps, err := postgres.SecretFingerprints(ctx, k.DB, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	found := make([]secretscan.Found, 0, len(fps))
+	for _, f := range fps {
+		var h [32]byte
+		copy(h[:], f.Fingerprint)
+		found = append(found, secretscan.Found{RuleID: f.RuleID, Fingerprint: h, Length: f.Length})
+	}
+	set := secretscan.NewKnown(found)
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]knownEntry{}
+	}
+	k.m[tenantID] = knownEntry{set: set, at: time.Now()}
+	k.mu.Unlock()
+	return set, nil
+}
+
+// shaper returns the request's shaper: the base redactor, then the
+// tenant's known secrets.
+func (s *session) shaper(ctx context.Context) *shape.Shaper {
+	known, err := s.deps.Known.For(ctx, s.principal.TenantID)
+	if err != nil {
+		s.deps.Logger.Warn("loading known secrets failed; redacting by pattern only", "err", err)
+	}
+	if known == nil {
+		return s.deps.Shaper
+	}
+	return s.deps.Shaper.WithRedactor(secretscan.Chain{s.deps.Shaper.Redactor(), known})
+}

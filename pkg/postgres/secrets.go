@@ -1,0 +1,46 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SecretFingerprint is a known secret of a tenant: the SHA-256 of the value
+// and its length, never the value.
+type SecretFingerprint struct {
+	Fingerprint []byte
+	Length      int
+	RuleID      string
+}
+
+// RecordSecretFingerprints remembers secrets found in content being stored,
+// in the caller's transaction.
+func RecordSecretFingerprints(ctx context.Context, tx pgx.Tx, tenantID string, fps []SecretFingerprint) error {
+	if len(fps) == 0 {
+		return nil
+	}
+	hashes, lengths, rules := make([][]byte, len(fps)), make([]int32, len(fps)), make([]string, len(fps))
+	for i, f := range fps {
+		hashes[i], lengths[i], rules[i] = f.Fingerprint, int32(f.Length), f.RuleID
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO secret_fingerprints (tenant_id, fingerprint, length, rule_id)
+		SELECT $1, u.fp, u.len, u.rule FROM unnest($2::bytea[], $3::int[], $4::text[]) AS u(fp, len, rule)
+		ON CONFLICT (tenant_id, fingerprint) DO NOTHING`, tenantID, hashes, lengths, rules)
+	return err
+}
+
+// SecretFingerprints loads a tenant's known secrets.
+func SecretFingerprints(ctx context.Context, db *DB, tenantID string) ([]SecretFingerprint, error) {
+	var out []SecretFingerprint
+	err := db.ReadTenant(ctx, tenantID, `SELECT fingerprint, length, rule_id FROM secret_fingerprints WHERE tenant_id = $1`,
+		[]any{tenantID}, func(rows pgx.Rows) error {
+			var err error
+			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SecretFingerprint, error) {
+				var f SecretFingerprint
+				return f, r.Scan(&f.Fingerprint, &f.Length, &f.RuleID)
+			})
+			return err
+		})
+	return out, err
+}

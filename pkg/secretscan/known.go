@@ -1,0 +1,182 @@
+package secretscan
+
+import (
+	"crypto/sha256"
+	"strings"
+)
+
+// Found is a secret found in text, as a fingerprint: the SHA-256 of the
+// secret and its length, never the secret itself.
+type Found struct {
+	RuleID      string
+	Fingerprint [32]byte
+	Length      int
+}
+
+// minKnownLen is the shortest value remembered as a known secret: shorter
+// ones would redact ordinary words.
+const minKnownLen = 8
+
+// Find returns the fingerprints of the secrets in s that Redact would
+// replace. The import and indexing paths store them per tenant (see Known).
+func (r *Redactor) Find(s string) []Found {
+	if s == "" || r == nil || r.rs == nil {
+		return nil
+	}
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	var out []Found
+	index := map[[32]byte]int{}
+	label := map[[32]byte]int{}
+	for _, sp := range r.rs.find(s, sc) {
+		secret := strings.Trim(s[sp.start:sp.end], "\"'` \t\r\n")
+		if len(secret) < minKnownLen || strings.ContainsAny(secret, "\n") {
+			continue // multi-line blocks (private keys) are matched by pattern
+		}
+		h := sha256.Sum256([]byte(secret))
+		rule := r.rs.rules[sp.rule]
+		if i, ok := index[h]; ok {
+			// The same value under several rules: name it as Redact does.
+			if rule.label > label[h] {
+				out[i].RuleID, label[h] = rule.id, rule.label
+			}
+			continue
+		}
+		index[h], label[h] = len(out), rule.label
+		out = append(out, Found{RuleID: rule.id, Fingerprint: h, Length: len(secret)})
+	}
+	return out
+}
+
+// Known redacts values a tenant is known to have as secrets, by
+// fingerprint: every maximal run of secret-like characters of a known
+// length is hashed and compared, under several character classes so that
+// the value is found whatever separates it from its neighbours (a path
+// slash, quotes, spaces, an equals sign).
+type Known struct {
+	byLen map[int]map[[32]byte]string
+}
+
+// NewKnown builds the set; it is nil (a no-op) when there is nothing known.
+func NewKnown(found []Found) *Known {
+	if len(found) == 0 {
+		return nil
+	}
+	k := &Known{byLen: map[int]map[[32]byte]string{}}
+	for _, f := range found {
+		m := k.byLen[f.Length]
+		if m == nil {
+			m = map[[32]byte]string{}
+			k.byLen[f.Length] = m
+		}
+		m[f.Fingerprint] = f.RuleID
+	}
+	return k
+}
+
+// Len is how many fingerprints the set holds.
+func (k *Known) Len() int {
+	if k == nil {
+		return 0
+	}
+	n := 0
+	for _, m := range k.byLen {
+		n += len(m)
+	}
+	return n
+}
+
+// classes are the character classes a secret's run is delimited by, from
+// strict to loose.
+var classes = []func(c byte) bool{
+	func(c byte) bool { return isAlnum(c) },
+	func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' },
+	func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' },
+	func(c byte) bool {
+		return isAlnum(c) || c == '_' || c == '-' || c == '.' || c == '+' || c == '/' || c == '=' || c == '~'
+	},
+	func(c byte) bool {
+		return c > ' ' && c != '"' && c != '\'' && c != '`' && c != ',' && c != ';' && c != '<' && c != '>' && c != '(' && c != ')'
+	},
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// Redact replaces every known secret in s with [REDACTED:<rule-id>].
+func (k *Known) Redact(s string) (string, map[string]int) {
+	if k == nil || len(s) < minKnownLen {
+		return s, nil
+	}
+	type hit struct {
+		start, end int
+		rule       string
+	}
+	var hits []hit
+	for _, in := range classes {
+		for i := 0; i < len(s); {
+			if !in(s[i]) {
+				i++
+				continue
+			}
+			j := i
+			for j < len(s) && in(s[j]) {
+				j++
+			}
+			if m := k.byLen[j-i]; m != nil {
+				if rule, ok := m[sha256.Sum256([]byte(s[i:j]))]; ok {
+					hits = append(hits, hit{i, j, rule})
+				}
+			}
+			i = j
+		}
+	}
+	if len(hits) == 0 {
+		return s, nil
+	}
+	// Merge overlapping hits (the same value found under several classes).
+	for i := 1; i < len(hits); i++ {
+		for j := i; j > 0 && hits[j].start < hits[j-1].start; j-- {
+			hits[j], hits[j-1] = hits[j-1], hits[j]
+		}
+	}
+	counts := map[string]int{}
+	var b strings.Builder
+	last := 0
+	for _, h := range hits {
+		if h.start < last {
+			continue
+		}
+		b.WriteString(s[last:h.start])
+		b.WriteString("[REDACTED:" + h.rule + "]")
+		counts[h.rule]++
+		last = h.end
+	}
+	b.WriteString(s[last:])
+	return b.String(), counts
+}
+
+// Chain applies redactors in order and sums their counts.
+type Chain []interface {
+	Redact(string) (string, map[string]int)
+}
+
+// Redact implements shape.Redactor.
+func (c Chain) Redact(s string) (string, map[string]int) {
+	var total map[string]int
+	for _, r := range c {
+		if r == nil {
+			continue
+		}
+		var counts map[string]int
+		s, counts = r.Redact(s)
+		for k, n := range counts {
+			if total == nil {
+				total = map[string]int{}
+			}
+			total[k] += n
+		}
+	}
+	return s, total
+}
