@@ -20,7 +20,6 @@ type toolsFixture struct {
 	commit               string
 	hiddenID, bravoWebID string
 	pagedLines           int // lines containing PAGINATE_ME in acme/api
-	latestIDs, olderIDs  []int64
 }
 
 var idRE = regexp.MustCompile(`has id (\d+)`)
