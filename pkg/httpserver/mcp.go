@@ -93,7 +93,11 @@ func (s *Server) mcpPost(c echo.Context) error {
 	// never Authorization, Cookie or anything else the client sent.
 	start := time.Now()
 	ctx, endSpan := s.tel.StartMCP(r.Context(), msg.Method, msg.Params.Name)
-	inner := r.Clone(mcpserver.WithServer(ctx, mcpserver.New(s.cfg.MCP, p, g)))
+	var only []string
+	if msg.Method == "tools/call" {
+		only = []string{msg.Params.Name}
+	}
+	inner := r.Clone(mcpserver.WithServer(ctx, mcpserver.New(s.cfg.MCP, p, g, only...)))
 	inner.Header = sdkHeaders(r.Header)
 	inner.Body = io.NopCloser(bytes.NewReader(body))
 	inner.ContentLength = int64(len(body))

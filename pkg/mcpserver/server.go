@@ -54,8 +54,11 @@ type session struct {
 	grants    codelotse.Grants
 }
 
-// New builds the server for one request.
-func New(d *Deps, p codelotse.Principal, g codelotse.Grants) *mcp.Server {
+// New builds the server for one request. When only is not empty (a
+// tools/call of that tool), only that tool is registered: registering a
+// tool makes the SDK re-marshal its schema, and a call needs just one. An
+// unknown name registers nothing, so the SDK answers "unknown tool".
+func New(d *Deps, p codelotse.Principal, g codelotse.Grants, only ...string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "codelotse", Title: "CodeLotse", Version: Version}, &mcp.ServerOptions{
 		Instructions: Instructions,
 		// Explicit capabilities: tools without listChanged (the list never
@@ -67,6 +70,9 @@ func New(d *Deps, p codelotse.Principal, g codelotse.Grants) *mcp.Server {
 	})
 	sess := &session{deps: d, principal: p, grants: g}
 	for _, t := range tools() {
+		if len(only) > 0 && only[0] != t.name {
+			continue
+		}
 		s.AddTool(t.def(), sess.wrap(t))
 	}
 	return s
