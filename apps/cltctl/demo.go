@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -118,6 +119,20 @@ func cmdDemo(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// A development sign-in link for the demo member (the API accepts these
+	// only when its PUBLIC_URL is http on loopback).
+	var link string
+	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+		u, err := postgres.UserByEmail(e.ctx, tx, tid, demoMember)
+		if err != nil {
+			return err
+		}
+		e.cfg.PublicURL = *public
+		link, err = oneTimeLink(e, tx, tid, u.ID, "dev", time.Hour)
+		return err
+	}); err != nil {
+		return err
+	}
 	fmt.Fprintf(e.stdout, `
 %sDemo tenant %q is ready (MCP on). Demo member %s can view %s.
 Its memberships were refreshed now and stay valid for %s.
@@ -128,8 +143,9 @@ Demo token (shown once, valid 7 days):
 Connect Claude Code:
   claude mcp add --transport http codelotse %s/mcp --header "Authorization: Bearer %s"
 
-Open %s/ in a browser for the connection guide.
-`, e.demoNotes.String(), demoSlug, demoMember, demoRepo, fmt.Sprintf("%d hours", int(codelotse.GrantMaxAge.Hours())), secret, *public, secret, *public)
+Sign in to the MCP access page as the demo member (development only, single use, 1 hour):
+  %s
+`, e.demoNotes.String(), demoSlug, demoMember, demoRepo, fmt.Sprintf("%d hours", int(codelotse.GrantMaxAge.Hours())), secret, *public, secret, link)
 	return nil
 }
 

@@ -22,6 +22,30 @@ func (s *Server) routes() {
 		e.GET("/metrics", echo.WrapHandler(h))
 	}
 
+	// Session (cookie) routes: pages under /t/:slug. They never read the
+	// Authorization header; every state change passes the cross-origin check.
+	e.GET("/auth/link", s.linkPage)
+	e.POST("/auth/link", s.linkSignIn, s.crossOrigin)
+	e.GET("/logout", s.logout)
+	e.POST("/logout", s.logout, s.crossOrigin)
+	t := e.Group("/t/:slug", s.crossOrigin, s.tenantSession)
+	t.GET("/login", s.login)
+	t.GET("/mcp", s.mcpAccess, s.signedIn)
+	t.POST("/mcp/tokens", s.mcpCreateToken, s.signedIn)
+	t.POST("/mcp/tokens/:id/revoke", s.mcpRevokeToken, s.signedIn)
+
+	// Admin routes: tenant admins and break-glass sessions.
+	t.GET("/admin", s.admin, s.signedIn, s.adminOnly)
+	t.POST("/admin/mcp", s.adminSetMCP, s.signedIn, s.adminOnly)
+	t.POST("/admin/idp", s.adminSaveIdP, s.signedIn, s.adminOnly)
+	t.POST("/admin/mappings", s.adminAddMapping, s.signedIn, s.adminOnly)
+	t.POST("/admin/mappings/:id/delete", s.adminDeleteMapping, s.signedIn, s.adminOnly)
+	t.POST("/admin/tokens/:id/revoke", s.adminRevokeToken, s.signedIn, s.adminOnly)
+
+	// Sign-in callbacks (registered at GitHub and the identity providers).
+	e.GET("/auth/github/callback", s.githubCallback)
+	e.GET("/auth/oidc/callback", s.oidcCallback)
+
 	// Bearer: a personal access token in the Authorization header; cookies
 	// are ignored and no CSRF token is needed (ARCHITECTURE §4).
 	e.POST("/mcp", s.mcpPost)

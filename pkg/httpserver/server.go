@@ -42,6 +42,11 @@ type Config struct {
 	// Limiter disables limits.
 	Limiter ratelimit.Limiter
 	Limits  Limits
+	// Sessions manages browser sessions for the cookie routes.
+	Sessions *authn.Sessions
+	// DevSignIn allows the single-use development sign-in links that
+	// `cltctl demo` prints; only for a loopback http PUBLIC_URL.
+	DevSignIn bool
 	// Telemetry records metrics and spans; nil records nothing.
 	Telemetry *telemetry.Telemetry
 	// TrustedProxies are the CIDRs of reverse proxies whose

@@ -56,3 +56,8 @@ func ListAudit(ctx context.Context, tx pgx.Tx, tenantID string, limit int) ([]Au
 		return e, err
 	})
 }
+
+// AuditBreakGlassIssued records that an operator issued a break-glass link.
+func AuditBreakGlassIssued(ctx context.Context, tx pgx.Tx, tenantID, email string, actor Actor) error {
+	return insertAudit(ctx, tx, tenantID, actor, "break_glass.issued", email, nil)
+}

@@ -139,3 +139,8 @@ func ExpireMembership(ctx context.Context, tx pgx.Tx, tenantID, userID string, a
 	}
 	return insertAudit(ctx, tx, tenantID, actor, "membership.expired", userID, nil)
 }
+
+// AuditMappingRemoved records the removal of one mapping by id.
+func AuditMappingRemoved(ctx context.Context, tx pgx.Tx, tenantID, group string, actor Actor) error {
+	return insertAudit(ctx, tx, tenantID, actor, "idp.mapping_removed", group, nil)
+}

@@ -48,7 +48,7 @@ func TestRLSCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"audit_events", "code_chunks", "code_files", "findings", "identity_providers", "mcp_tokens",
+	want := []string{"audit_events", "code_chunks", "code_files", "findings", "identity_providers", "login_states", "mcp_tokens",
 		"oidc_group_mappings", "pull_requests", "repo_memberships", "repositories", "reviews", "rules", "secret_fingerprints",
 		"tenant_memberships", "tenant_settings", "users", "web_sessions"}
 	var got []string
@@ -80,7 +80,7 @@ func TestRLSCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	allowed := map[string]bool{"identity_providers_id_key": true, "users_id_key": true, "repositories_id_key": true,
-		"mcp_tokens_id_key": true, "mcp_tokens_token_hash_key": true, "web_sessions_session_hash_key": true, "tenant_settings_pkey": true}
+		"mcp_tokens_id_key": true, "mcp_tokens_token_hash_key": true, "web_sessions_session_hash_key": true, "login_states_secret_hash_key": true, "tenant_settings_pkey": true}
 	for rows.Next() {
 		var idx, table string
 		var first *string

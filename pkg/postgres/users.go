@@ -65,3 +65,18 @@ func DeleteUser(ctx context.Context, tx pgx.Tx, tenantID, email string, actor Ac
 	}
 	return insertAudit(ctx, tx, tenantID, actor, "user.deleted", email, nil)
 }
+
+// EnsureUser returns the user with email, creating it without a membership
+// when missing (break-glass operators need no membership).
+func EnsureUser(ctx context.Context, tx pgx.Tx, tenantID, email string) (codelotse.User, error) {
+	var u codelotse.User
+	email = strings.TrimSpace(email)
+	err := tx.QueryRow(ctx, `INSERT INTO users (tenant_id, email) VALUES ($1, $2)
+		ON CONFLICT (tenant_id, lower(email)) DO UPDATE SET deleted_at = NULL
+		RETURNING id::text, tenant_id::text, email, name, created_at`, tenantID, email).
+		Scan(&u.ID, &u.TenantID, &u.Email, &u.Name, &u.CreatedAt)
+	if isCheckViolation(err) {
+		return u, codelotse.Errorf(codelotse.Invalid, "%q is not an email address", email)
+	}
+	return u, err
+}

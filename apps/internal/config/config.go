@@ -163,3 +163,15 @@ func intEnv(getenv func(string) string, name string, def int) (int, error) {
 	}
 	return n, nil
 }
+
+// LoopbackHTTP reports whether PUBLIC_URL is plain http on a loopback host:
+// development, where cookies may drop __Host-/Secure and the single-use
+// development sign-in links of `cltctl demo` are accepted.
+func (c Config) LoopbackHTTP() bool {
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	ip := net.ParseIP(u.Hostname())
+	return u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback())
+}

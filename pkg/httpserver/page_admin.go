@@ -1,0 +1,246 @@
+package httpserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+)
+
+type adminPage struct {
+	MCPEnabled bool
+	IdP        *postgres.IdentityProvider
+	Mappings   []mappingRow
+	Repos      []string
+	Tokens     []tokenRow
+	Audit      []auditRow
+}
+
+type mappingRow struct {
+	ID                int64
+	Group, Role, Repo string
+}
+
+type auditRow struct {
+	When, Actor, Action, Target, Details string
+}
+
+func (s *Server) loadAdminPage(ctx context.Context, tid string) (adminPage, error) {
+	var pg adminPage
+	err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		t, err := postgres.GetTenant(ctx, tx, tid)
+		if err != nil {
+			return err
+		}
+		pg.MCPEnabled = t.MCPEnabled
+		if p, err := postgres.IdentityProviderByIssuer(ctx, tx, tid, ""); err == nil {
+			pg.IdP = &p
+		} else if codelotse.ErrorCode(err) != codelotse.NotFound && codelotse.ErrorCode(err) != codelotse.Invalid {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT m.id, m.group_name, m.role, coalesce(r.full_name, '')
+			FROM oidc_group_mappings m LEFT JOIN repositories r ON r.tenant_id = m.tenant_id AND r.id = m.repository_id
+			WHERE m.tenant_id = $1 ORDER BY m.group_name, m.role, r.full_name`, tid)
+		if err != nil {
+			return err
+		}
+		if pg.Mappings, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (mappingRow, error) {
+			var m mappingRow
+			return m, r.Scan(&m.ID, &m.Group, &m.Role, &m.Repo)
+		}); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT full_name FROM repositories WHERE tenant_id = $1 ORDER BY lower(full_name)`, tid)
+		if err != nil {
+			return err
+		}
+		if pg.Repos, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		list, err := postgres.ListTokens(ctx, tx, tid, "")
+		if err != nil {
+			return err
+		}
+		pg.Tokens = tokenRows(list, time.Now())
+		events, err := postgres.ListAudit(ctx, tx, tid, 100)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			var details []string
+			for k, v := range e.Details {
+				details = append(details, fmt.Sprintf("%s=%v", k, v))
+			}
+			pg.Audit = append(pg.Audit, auditRow{When: e.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC"), Actor: e.Actor,
+				Action: e.Action, Target: e.Target, Details: strings.Join(details, ", ")})
+		}
+		return nil
+	})
+	return pg, err
+}
+
+// admin is GET /t/:slug/admin.
+func (s *Server) admin(c echo.Context) error {
+	pg, err := s.loadAdminPage(c.Request().Context(), c.Get(keyTenantID).(string))
+	if err != nil {
+		return err
+	}
+	noStore(c)
+	d := s.data(c, "Admin", pg)
+	d.Flash = c.QueryParam("done")
+	return s.render(c, http.StatusOK, "admin.html", d)
+}
+
+// adminDo runs an admin change and returns to the page with a note, or
+// re-renders it with the error.
+func (s *Server) adminDo(c echo.Context, done string, fn func(ctx context.Context, tx pgx.Tx, tid string, actor postgres.Actor) error) error {
+	p := principal(c)
+	tid := c.Get(keyTenantID).(string)
+	actor := postgres.Actor{UserID: p.Session.UserID, Label: p.Session.Email}
+	if p.Session.BreakGlass {
+		actor.Label = p.Session.Email + " (break-glass)"
+	}
+	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
+		return fn(c.Request().Context(), tx, tid, actor)
+	})
+	if err != nil {
+		code := codelotse.ErrorCode(err)
+		if code == codelotse.Internal || code == codelotse.Unavailable {
+			return err
+		}
+		pg, lerr := s.loadAdminPage(c.Request().Context(), tid)
+		if lerr != nil {
+			return lerr
+		}
+		d := s.data(c, "Admin", pg)
+		d.Error = codelotse.ErrorMessage(err)
+		noStore(c)
+		return s.render(c, http.StatusBadRequest, "admin.html", d)
+	}
+	return c.Redirect(http.StatusSeeOther, "/t/"+c.Get(keySlug).(string)+"/admin?done="+url.QueryEscape(done))
+}
+
+// adminSetMCP is POST /t/:slug/admin/mcp.
+func (s *Server) adminSetMCP(c echo.Context) error {
+	on := c.FormValue("enabled") == "true"
+	msg := "MCP switched off."
+	if on {
+		msg = "MCP switched on."
+	}
+	return s.adminDo(c, msg, func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
+		_, err := postgres.SetMCPEnabled(ctx, tx, tid, on, a)
+		return err
+	})
+}
+
+// adminSaveIdP is POST /t/:slug/admin/idp.
+func (s *Server) adminSaveIdP(c echo.Context) error {
+	issuer := strings.TrimRight(formValue(c, "issuer"), "/")
+	clientID := formValue(c, "client_id")
+	secret := c.FormValue("client_secret")
+	claim := formValue(c, "groups_claim")
+	scopes := strings.Fields(c.FormValue("scopes"))
+	enabled := c.FormValue("enabled") == "true"
+	return s.adminDo(c, "Identity provider saved.", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
+		u, err := url.Parse(issuer)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return codelotse.Errorf(codelotse.Invalid, "The issuer must be an absolute URL such as https://login.example.com.")
+		}
+		if clientID == "" {
+			return codelotse.Errorf(codelotse.Invalid, "The client id is required.")
+		}
+		existing, err := postgres.IdentityProviderByIssuer(ctx, tx, tid, "")
+		if err != nil && codelotse.ErrorCode(err) != codelotse.NotFound {
+			return err
+		}
+		if secret == "" {
+			if err != nil || existing.Issuer != issuer {
+				return codelotse.Errorf(codelotse.Invalid, "The client secret is required for a new provider.")
+			}
+			secret = existing.ClientSecret // blank keeps the stored secret
+		}
+		if len(scopes) == 0 {
+			scopes = []string{"openid", "email", "profile", "groups"}
+		}
+		if !contains(scopes, "openid") {
+			return codelotse.Errorf(codelotse.Invalid, "The scopes must include openid.")
+		}
+		p, err := postgres.UpsertIdentityProvider(ctx, tx, tid, postgres.IdentityProvider{Issuer: issuer, ClientID: clientID, ClientSecret: secret, GroupsClaim: claim, Scopes: scopes}, a)
+		if err != nil {
+			return err
+		}
+		if !enabled {
+			return postgres.SetIdentityProviderEnabled(ctx, tx, tid, p.ID, false, a)
+		}
+		return nil
+	})
+}
+
+// adminAddMapping is POST /t/:slug/admin/mappings.
+func (s *Server) adminAddMapping(c echo.Context) error {
+	group, role, repo := formValue(c, "group"), formValue(c, "role"), formValue(c, "repository")
+	return s.adminDo(c, "Mapping added.", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
+		p, err := postgres.IdentityProviderByIssuer(ctx, tx, tid, "")
+		if err != nil {
+			return codelotse.Errorf(codelotse.Invalid, "Configure the identity provider first.")
+		}
+		r, err := codelotse.ParseRole(role)
+		if err != nil {
+			return codelotse.Errorf(codelotse.Invalid, "Choose the role admin or member.")
+		}
+		if group == "" {
+			return codelotse.Errorf(codelotse.Invalid, "The group is required.")
+		}
+		m := codelotse.GroupMapping{Group: group, Role: r}
+		if repo != "" {
+			rp, err := postgres.RepositoryByName(ctx, tx, tid, repo)
+			if err != nil {
+				return codelotse.Errorf(codelotse.Invalid, "Unknown repository %s.", repo)
+			}
+			m.RepositoryID = &rp.ID
+		}
+		return postgres.AddGroupMapping(ctx, tx, tid, p.ID, m, a)
+	})
+}
+
+// adminDeleteMapping is POST /t/:slug/admin/mappings/:id/delete.
+func (s *Server) adminDeleteMapping(c echo.Context) error {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil {
+		return s.page(c, http.StatusNotFound, "Not found", "No such mapping.")
+	}
+	return s.adminDo(c, "Mapping removed.", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
+		var group string
+		err := tx.QueryRow(ctx, `DELETE FROM oidc_group_mappings WHERE tenant_id = $1 AND id = $2 RETURNING group_name`, tid, id).Scan(&group)
+		if err != nil {
+			return codelotse.Errorf(codelotse.NotFound, "No such mapping.")
+		}
+		return postgres.AuditMappingRemoved(ctx, tx, tid, group, a)
+	})
+}
+
+// adminRevokeToken is POST /t/:slug/admin/tokens/:id/revoke (any token).
+func (s *Server) adminRevokeToken(c echo.Context) error {
+	id := c.Param("id")
+	return s.adminDo(c, "Token revoked.", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
+		return postgres.RevokeToken(ctx, tx, tid, id, "", a)
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,179 @@
+package httpserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/tokens"
+)
+
+// tokenRow is a token as the pages list it.
+type tokenRow struct {
+	ID, Name, Display, User, State string
+	Created, Expires, LastUsed     string
+	ExpiringSoon, Active           bool
+}
+
+func tokenRows(list []codelotse.Token, now time.Time) []tokenRow {
+	out := make([]tokenRow, 0, len(list))
+	for _, t := range list {
+		r := tokenRow{ID: t.ID, Name: t.Name, Display: t.Display(), User: t.UserEmail, State: t.State(now),
+			Created: t.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"), Expires: t.ExpiresAt.UTC().Format("2006-01-02"), LastUsed: "never"}
+		if t.LastUsedAt != nil {
+			r.LastUsed = t.LastUsedAt.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		r.Active = r.State == "active"
+		r.ExpiringSoon = r.Active && t.ExpiresAt.Sub(now) < 7*24*time.Hour
+		out = append(out, r)
+	}
+	return out
+}
+
+// mcpPage is the data of the MCP access page.
+type mcpPage struct {
+	MCPEnabled  bool
+	Tokens      []tokenRow
+	ActiveCount int
+	Max         int
+	AtLimit     bool
+	GitHub      bool
+	BreakGlass  bool
+	MinDays     int
+	MaxDays     int
+	DefaultDays int
+	Endpoint    string
+	// Created is set only in the response that creates a token.
+	Created *createdToken
+}
+
+type createdToken struct {
+	Name, Secret, Claude, Cursor, VSCode string
+}
+
+func (s *Server) loadMCPPage(c echo.Context) (mcpPage, error) {
+	p := principal(c)
+	tid := c.Get(keyTenantID).(string)
+	pg := mcpPage{Max: tokens.MaxActive, MinDays: tokens.MinExpiryDays, MaxDays: tokens.MaxExpiryDays, DefaultDays: tokens.DefaultExpiryDays,
+		GitHub: p.Session.IdPID == "" && !p.Session.BreakGlass, BreakGlass: p.Session.BreakGlass, Endpoint: s.cfg.PublicURL + "/mcp"}
+	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
+		t, err := postgres.GetTenant(c.Request().Context(), tx, tid)
+		if err != nil {
+			return err
+		}
+		pg.MCPEnabled = t.MCPEnabled
+		list, err := postgres.ListTokens(c.Request().Context(), tx, tid, p.Session.UserID)
+		pg.Tokens = tokenRows(list, time.Now())
+		return err
+	})
+	for _, t := range pg.Tokens {
+		if t.Active {
+			pg.ActiveCount++
+		}
+	}
+	pg.AtLimit = pg.ActiveCount >= tokens.MaxActive
+	return pg, err
+}
+
+// mcpAccess is GET /t/:slug/mcp.
+func (s *Server) mcpAccess(c echo.Context) error {
+	pg, err := s.loadMCPPage(c)
+	if err != nil {
+		return err
+	}
+	noStore(c)
+	return s.render(c, http.StatusOK, "mcp.html", s.data(c, "MCP access", pg))
+}
+
+// mcpCreateToken is POST /t/:slug/mcp/tokens: the only response that ever
+// contains the token.
+func (s *Server) mcpCreateToken(c echo.Context) error {
+	p := principal(c)
+	tid := c.Get(keyTenantID).(string)
+	fail := func(status int, msg string) error {
+		pg, err := s.loadMCPPage(c)
+		if err != nil {
+			return err
+		}
+		d := s.data(c, "MCP access", pg)
+		d.Error = msg
+		noStore(c)
+		return s.render(c, status, "mcp.html", d)
+	}
+	if p.Session.BreakGlass {
+		return fail(http.StatusForbidden, "Break-glass sessions cannot create tokens.")
+	}
+	name, err := tokens.CheckName(c.FormValue("name"))
+	if err != nil {
+		return fail(http.StatusBadRequest, "Give the token a name of 1 to 100 characters.")
+	}
+	days := tokens.DefaultExpiryDays
+	if v := formValue(c, "expires_days"); v != "" {
+		if days, err = strconv.Atoi(v); err != nil {
+			return fail(http.StatusBadRequest, "Expiry must be a number of days from 1 to 90.")
+		}
+	}
+	now := time.Now()
+	exp, err := tokens.ExpiresAt(now, days)
+	if err != nil {
+		return fail(http.StatusBadRequest, "Expiry must be a number of days from 1 to 90.")
+	}
+	secret := tokens.Generate()
+	err = s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
+		nt := postgres.NewToken{UserID: p.Session.UserID, Name: name, Secret: secret, ExpiresAt: exp}
+		if p.Session.IdPID != "" {
+			// Tokens of an OIDC session carry its provider and groups.
+			nt.IdPID, nt.IdPGroups = &p.Session.IdPID, p.Session.IdPGroups
+		}
+		_, err := postgres.CreateToken(c.Request().Context(), tx, tid, nt, now, postgres.Actor{UserID: p.Session.UserID, Label: p.Session.Email})
+		return err
+	})
+	if codelotse.ErrorCode(err) == codelotse.Conflict || codelotse.ErrorCode(err) == codelotse.Invalid {
+		return fail(http.StatusConflict, codelotse.ErrorMessage(err))
+	}
+	if err != nil {
+		return err
+	}
+	pg, err := s.loadMCPPage(c)
+	if err != nil {
+		return err
+	}
+	pg.Created = snippets(name, secret, pg.Endpoint)
+	d := s.data(c, "MCP access", pg)
+	d.Flash = "Token created. Copy it now: it is shown only once."
+	noStore(c)
+	return s.render(c, http.StatusOK, "mcp.html", d)
+}
+
+// snippets are ready-to-paste configurations for the common clients.
+func snippets(name, secret, endpoint string) *createdToken {
+	cursor, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"codelotse": map[string]any{
+		"url": endpoint, "headers": map[string]string{"Authorization": "Bearer " + secret}}}}, "", "  ")
+	vscode, _ := json.MarshalIndent(map[string]any{"servers": map[string]any{"codelotse": map[string]any{
+		"type": "http", "url": endpoint, "headers": map[string]string{"Authorization": "Bearer " + secret}}}}, "", "  ")
+	return &createdToken{Name: name, Secret: secret,
+		Claude: `claude mcp add --transport http codelotse ` + endpoint + ` --header "Authorization: Bearer ` + secret + `"`,
+		Cursor: string(cursor), VSCode: string(vscode)}
+}
+
+// mcpRevokeToken is POST /t/:slug/mcp/tokens/:id/revoke (own tokens only).
+func (s *Server) mcpRevokeToken(c echo.Context) error {
+	p := principal(c)
+	tid := c.Get(keyTenantID).(string)
+	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
+		return postgres.RevokeToken(c.Request().Context(), tx, tid, c.Param("id"), p.Session.UserID, postgres.Actor{UserID: p.Session.UserID, Label: p.Session.Email})
+	})
+	if codelotse.ErrorCode(err) == codelotse.NotFound {
+		return s.page(c, http.StatusNotFound, "Not found", "No such token of yours.")
+	}
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/t/"+c.Get(keySlug).(string)+"/mcp")
+}

@@ -1,0 +1,144 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+)
+
+// LoginState is a one-time sign-in state or link.
+type LoginState struct {
+	ID       string
+	Kind     string // github, oidc, break-glass, dev
+	UserID   string
+	IdPID    string
+	Verifier string
+	Nonce    string
+	ReturnTo string
+}
+
+// CreateLoginState stores a state whose secret hashes to hash.
+func CreateLoginState(ctx context.Context, tx pgx.Tx, tenantID string, hash []byte, st LoginState, ttl time.Duration) error {
+	_, err := tx.Exec(ctx, `INSERT INTO login_states (tenant_id, secret_hash, kind, user_id, idp_id, verifier, nonce, return_to, expires_at)
+		VALUES ($1, $2, $3, nullif($4, '')::uuid, nullif($5, '')::uuid, $6, $7, $8, now() + $9::interval)`,
+		tenantID, hash, st.Kind, st.UserID, st.IdPID, st.Verifier, st.Nonce, st.ReturnTo, ttl.String())
+	return err
+}
+
+// ConsumeLoginState marks a state used and returns it; unknown, expired and
+// already used states are one NotFound error.
+func ConsumeLoginState(ctx context.Context, tx pgx.Tx, tenantID string, hash []byte) (LoginState, error) {
+	var st LoginState
+	var uid, idp *string
+	err := tx.QueryRow(ctx, `UPDATE login_states SET used_at = now()
+		WHERE tenant_id = $1 AND secret_hash = $2 AND used_at IS NULL AND expires_at > now()
+		RETURNING id::text, kind, user_id::text, idp_id::text, verifier, nonce, return_to`, tenantID, hash).
+		Scan(&st.ID, &st.Kind, &uid, &idp, &st.Verifier, &st.Nonce, &st.ReturnTo)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return st, codelotse.Errorf(codelotse.NotFound, "this sign-in link or attempt is unknown, expired or already used")
+	}
+	if uid != nil {
+		st.UserID = *uid
+	}
+	if idp != nil {
+		st.IdPID = *idp
+	}
+	// Old states are of no use; remove them opportunistically.
+	if err == nil {
+		_, err = tx.Exec(ctx, `DELETE FROM login_states WHERE tenant_id = $1 AND expires_at < now() - interval '1 day'`, tenantID)
+	}
+	return st, err
+}
+
+// WebSession is a signed-in browser session.
+type WebSession struct {
+	ID         string
+	TenantID   string
+	UserID     string
+	Email      string
+	Name       string
+	BreakGlass bool
+	IdPID      string
+	IdPGroups  []string
+	ExpiresAt  time.Time
+	// Grant inputs, as for tokens.
+	Membership *codelotse.Membership
+	RepoIDs    []int64
+	Mappings   []codelotse.GroupMapping
+}
+
+// CreateWebSession stores a session whose cookie secret hashes to hash.
+func CreateWebSession(ctx context.Context, tx pgx.Tx, tenantID string, hash []byte, userID string, breakGlass bool, idpID string, groups []string, ttl time.Duration) (string, error) {
+	var id string
+	err := tx.QueryRow(ctx, `INSERT INTO web_sessions (tenant_id, session_hash, user_id, break_glass, idp_id, idp_groups, expires_at)
+		VALUES ($1, $2, $3, $4, nullif($5, '')::uuid, $6, now() + $7::interval) RETURNING id::text`,
+		tenantID, hash, userID, breakGlass, idpID, groups, ttl.String()).Scan(&id)
+	return id, err
+}
+
+// WebSessionByHash reads an active session of the tenant with its user and
+// grant inputs.
+func (db *DB) WebSessionByHash(ctx context.Context, tenantID string, hash []byte) (WebSession, bool, error) {
+	var s WebSession
+	found := false
+	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		var idp *string
+		var role, source *string
+		var since *time.Time
+		err := tx.QueryRow(ctx, `SELECT s.id::text, s.user_id::text, u.email, u.name, s.break_glass, s.idp_id::text, coalesce(s.idp_groups, '{}'), s.expires_at,
+				m.role, m.source, m.refreshed_at,
+				coalesce((SELECT array_agg(repository_id) FROM repo_memberships rm WHERE rm.tenant_id = s.tenant_id AND rm.user_id = s.user_id), '{}')
+			FROM web_sessions s
+			JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id AND u.deleted_at IS NULL
+			LEFT JOIN tenant_memberships m ON m.tenant_id = s.tenant_id AND m.user_id = s.user_id
+			WHERE s.tenant_id = $1 AND s.session_hash = $2 AND s.revoked_at IS NULL AND s.expires_at > now()`, tenantID, hash).
+			Scan(&s.ID, &s.UserID, &s.Email, &s.Name, &s.BreakGlass, &idp, &s.IdPGroups, &s.ExpiresAt, &role, &source, &since, &s.RepoIDs)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		s.TenantID = tenantID
+		if role != nil {
+			s.Membership = &codelotse.Membership{Role: codelotse.Role(*role), Source: *source, RefreshedAt: *since}
+		}
+		if idp != nil {
+			s.IdPID = *idp
+			rows, err := tx.Query(ctx, `SELECT m.group_name, m.role, m.repository_id FROM oidc_group_mappings m
+				JOIN identity_providers i ON i.tenant_id = m.tenant_id AND i.id = m.idp_id AND i.enabled
+				WHERE m.tenant_id = $1 AND m.idp_id = $2 AND m.group_name = ANY($3)`, tenantID, *idp, s.IdPGroups)
+			if err != nil {
+				return err
+			}
+			s.Mappings, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (codelotse.GroupMapping, error) {
+				var m codelotse.GroupMapping
+				var role string
+				err := r.Scan(&m.Group, &role, &m.RepositoryID)
+				m.Role = codelotse.Role(role)
+				return m, err
+			})
+			return err
+		}
+		return nil
+	})
+	return s, found, err
+}
+
+// RevokeWebSession ends a session.
+func RevokeWebSession(ctx context.Context, tx pgx.Tx, tenantID string, hash []byte) error {
+	_, err := tx.Exec(ctx, `UPDATE web_sessions SET revoked_at = now() WHERE tenant_id = $1 AND session_hash = $2 AND revoked_at IS NULL`, tenantID, hash)
+	return err
+}
+
+// IdentityProviderEnabled reports whether a provider exists and is enabled.
+func IdentityProviderEnabled(ctx context.Context, tx pgx.Tx, tenantID, idpID string) (bool, error) {
+	var ok bool
+	err := tx.QueryRow(ctx, `SELECT coalesce((SELECT enabled FROM identity_providers WHERE tenant_id = $1 AND id = $2), false)`, tenantID, idpID).Scan(&ok)
+	return ok, err
+}
