@@ -1,0 +1,229 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromium returns the path of Debian's Chromium, installing it when the
+// test runs as root on a machine without it (the CI set-up does the same).
+// No test tool downloads a browser of its own.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if p != "" {
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+		}
+	}
+	if os.Geteuid() == 0 {
+		cmd := exec.Command("apt-get", "install", "-y", "-qq", "chromium")
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err == nil {
+			return "/usr/bin/chromium"
+		} else {
+			t.Logf("apt-get install chromium: %v\n%s", err, out)
+		}
+	}
+	t.Fatal("headless Chromium is required for the browser tests: apt-get install -y chromium")
+	return ""
+}
+
+// browser starts a headless Chromium and returns a context for chromedp.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1366, 900),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	return ctx
+}
+
+// screenshot saves a full-page PNG under e2e/artifacts and, when
+// UPDATE_SCREENSHOTS is set, into docs/screenshots.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	for _, dir := range []string{"artifacts", map[bool]string{true: "../docs/screenshots"}[os.Getenv("UPDATE_SCREENSHOTS") != ""]} {
+		if dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func pageText(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text
+}
+
+var linkRE = regexp.MustCompile(`http://127\.0\.0\.1:\d+/auth/link\?v=\S+`)
+
+// TestBrowserTokenLifecycle: a member signs in (development link), creates
+// a token on the MCP access page, uses it with the MCP SDK client, revokes
+// it on the page, and the next call gets 401; an admin (break-glass)
+// switches MCP off and calls get 401; break-glass cannot create tokens; a
+// member cannot reach the admin page; a cross-site POST is refused.
+func TestBrowserTokenLifecycle(t *testing.T) {
+	s := newStack(t)
+	demo := s.cltctl("demo", "--public-url", s.url)
+	memberLink := linkRE.FindString(demo)
+	if memberLink == "" {
+		t.Fatalf("no sign-in link in cltctl demo output:\n%s", demo)
+	}
+	ctx := browser(t)
+
+	// Sign in as the member and create a token.
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(memberLink),
+		chromedp.Click(chromedp.CSS(`form[action="/auth/link"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#name`)),
+		chromedp.SendKeys(chromedp.CSS(`#name`), "laptop – Claude Code"),
+		chromedp.SetValue(chromedp.CSS(`#expires_days`), "14"),
+		chromedp.Click(chromedp.CSS(`form.create button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#secret`)),
+	)
+	if err != nil {
+		t.Fatalf("creating a token in the browser: %v\n%s", err, s.logs.String())
+	}
+	secret, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`#secret`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(secret, "clt_") || len(secret) != 47 {
+		t.Fatalf("token on the page = %q", secret)
+	}
+	text := pageText(t, ctx)
+	for _, want := range []string{"shown only once", "claude mcp add --transport http codelotse " + s.url + "/mcp", "24 hours"} {
+		if !strings.Contains(text, want) && !strings.Contains(pageHTML(t, ctx), want) {
+			t.Errorf("token page lacks %q", want)
+		}
+	}
+	screenshot(t, ctx, "mcp-access-created.png")
+
+	// The token works with the MCP SDK client.
+	cs := connect(t, s.url+"/mcp", secret, "")
+	if text, isErr := call(t, cs, "list_repositories", nil); isErr || !strings.Contains(text, "codelotse/codelotse") {
+		t.Fatalf("new token: isError=%v %s", isErr, text)
+	}
+
+	// After a reload the secret is gone from the page.
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.url+"/t/demo/mcp"), chromedp.WaitVisible(chromedp.CSS(`#list-h`))); err != nil {
+		t.Fatal(err)
+	}
+	if html := pageHTML(t, ctx); strings.Contains(html, secret) || !strings.Contains(html, "clt_…"+secret[len(secret)-4:]) {
+		t.Error("the list page shows the secret, or not its last four characters")
+	}
+
+	// Revoke it on the page (the newest token is listed first); the next call gets 401.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[aria-label="Revoke laptop – Claude Code"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`button[aria-label="Revoke laptop – Claude Code"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := post(t, s, listCall, with(legacy, "Authorization", "Bearer "+secret)); resp.StatusCode != 401 {
+		t.Errorf("revoked token: status %d, want 401", resp.StatusCode)
+	}
+
+	// A member cannot reach the admin page.
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.url+"/t/demo/admin"), chromedp.WaitVisible(chromedp.CSS(`h1`))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pageText(t, ctx), "Admins only") {
+		t.Error("a member reached the admin page")
+	}
+
+	// A cross-site POST with the member's cookie is refused.
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/t/demo/mcp/tokens", strings.NewReader("name=evil"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Errorf("cross-site POST: status %d, want 403", resp.StatusCode)
+	}
+
+	// Break-glass: marked, admin page reachable, no token creation; switching
+	// MCP off makes a fresh member token answer 401.
+	fresh := s.token("demo", "member@demo.codelotse.test", "fresh")
+	bg := strings.TrimSpace(s.cltctl("break-glass", "--tenant", "demo", "--email", "ops@codelotse.test"))
+	ctx2 := browser(t)
+	if err := chromedp.Do(ctx2, chromedp.Navigate(bg), chromedp.Click(chromedp.CSS(`form[action="/auth/link"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#create-h`))); err != nil {
+		t.Fatal(err)
+	}
+	if text := pageText(t, ctx2); !strings.Contains(text, "Break-glass session") || !strings.Contains(text, "Break-glass sessions cannot create tokens") {
+		t.Errorf("break-glass page:\n%s", text)
+	}
+	if err := chromedp.Do(ctx2, chromedp.Navigate(s.url+"/t/demo/admin"), chromedp.WaitVisible(chromedp.CSS(`#mcp-h`)),
+		chromedp.Click(chromedp.CSS(`form[action="/t/demo/admin/mcp"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.flash`))); err != nil {
+		t.Fatal(err)
+	}
+	if text := pageText(t, ctx2); !strings.Contains(text, "MCP is off") || !strings.Contains(text, "mcp.switched") {
+		t.Errorf("admin page after switching MCP off:\n%s", text)
+	}
+	screenshot(t, ctx2, "admin.png")
+	if resp, _ := post(t, s, listCall, with(legacy, "Authorization", "Bearer "+fresh)); resp.StatusCode != 401 {
+		t.Errorf("MCP off: status %d, want 401", resp.StatusCode)
+	}
+	// A direct POST from the break-glass session is refused too.
+	created, err := chromedp.Run(ctx2, chromedp.Evaluate[string](`fetch("/t/demo/mcp/tokens", {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "name=x"}).then(r => String(r.status))`, chromedp.EvalAwaitPromise))
+	if err != nil || created != "403" {
+		t.Errorf("break-glass token creation: status %s, want 403", created)
+	}
+
+	// Secrets never reach the server's logs.
+	if strings.Contains(s.logs.String(), secret) || strings.Contains(s.logs.String(), fresh) {
+		t.Error("a token appears in the server logs")
+	}
+}
+
+func pageHTML(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	html, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return html
+}
