@@ -12,8 +12,10 @@ import (
 
 	"github.com/codelotse/codelotse/apps/internal/config"
 	"github.com/codelotse/codelotse/pkg/authn"
+	"github.com/codelotse/codelotse/pkg/githubapp"
 	"github.com/codelotse/codelotse/pkg/httpserver"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
+	"github.com/codelotse/codelotse/pkg/oidc"
 	"github.com/codelotse/codelotse/pkg/ratelimit"
 	"github.com/codelotse/codelotse/pkg/secretscan"
 	"github.com/codelotse/codelotse/pkg/shape"
@@ -62,6 +64,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer rl.Close()
 		limiter = rl
 	}
+	// GitHub App user sign-in, when the app's OAuth credentials are set.
+	var gh *githubapp.Client
+	if id, secret := getenv("GITHUB_CLIENT_ID"), getenv("GITHUB_CLIENT_SECRET"); id != "" || secret != "" {
+		if id == "" || secret == "" {
+			return fmt.Errorf("GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET must be set together")
+		}
+		gh, err = githubapp.New(githubapp.Config{ClientID: id, ClientSecret: secret, APIURL: getenv("GITHUB_API_URL"), WebURL: getenv("GITHUB_WEB_URL"),
+			RedirectURL: cfg.PublicURL + "/auth/github/callback"})
+		if err != nil {
+			return err
+		}
+	}
+
 	srv, err := httpserver.New(httpserver.Config{
 		PublicURL:      cfg.PublicURL,
 		AllowedOrigins: cfg.AllowedOrigins,
@@ -77,6 +92,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Logger:         logger,
 		Telemetry:      tel,
 		Sessions:       &authn.Sessions{DB: db, Secure: !cfg.LoopbackHTTP()},
+		GitHub:         gh,
+		OIDC:           oidc.NewClient(nil),
 		DevSignIn:      cfg.LoopbackHTTP(),
 		Limiter:        limiter,
 		Limits:         httpserver.Limits{PerIP: perMinute(cfg.RatePerIP), PerToken: perMinute(cfg.RatePerToken)},

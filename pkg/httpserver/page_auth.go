@@ -2,7 +2,6 @@ package httpserver
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
@@ -79,6 +78,3 @@ func (s *Server) logout(c echo.Context) error {
 	}
 	return c.Redirect(http.StatusSeeOther, "/")
 }
-
-// linkTTL bounds break-glass and development links.
-const linkTTL = 15 * time.Minute

@@ -1,26 +1,256 @@
 package httpserver
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
+
+	"github.com/codelotse/codelotse/pkg/authn"
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/githubapp"
+	"github.com/codelotse/codelotse/pkg/oidc"
+	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
+// signInTTL bounds a sign-in in progress (the provider round trip).
+const signInTTL = 10 * time.Minute
+
 // login is GET /t/:slug/login: start sign-in with the tenant's identity
-// provider, or GitHub for a GitHub tenant.
+// provider (OIDC), or with GitHub for a tenant bound to an installation.
 func (s *Server) login(c echo.Context) error {
+	slug := c.Get(keySlug).(string)
 	if p := principal(c); p != nil && p.Member {
-		return c.Redirect(http.StatusSeeOther, "/t/"+c.Get(keySlug).(string)+"/mcp")
+		return c.Redirect(http.StatusSeeOther, "/t/"+slug+"/mcp")
 	}
-	return s.page(c, http.StatusServiceUnavailable, "Sign-in not configured", "This organisation has no sign-in configured yet. Ask an operator for a sign-in link.")
+	ctx := c.Request().Context()
+	tid := c.Get(keyTenantID).(string)
+	var target string
+	err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		if p, err := postgres.IdentityProviderByIssuer(ctx, tx, tid, ""); err == nil && p.Enabled && s.cfg.OIDC != nil {
+			value, nonce, verifier := tid+"."+authn.NewSecret(), oidc.NewNonce(), oidc.NewVerifier()
+			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: "oidc", IdPID: p.ID, Verifier: verifier, Nonce: nonce}, signInTTL); err != nil {
+				return err
+			}
+			target, err = s.cfg.OIDC.AuthURL(ctx, s.oidcProvider(p), value, nonce, verifier)
+			return err
+		}
+		g, err := postgres.GetTenantGitHub(ctx, tx, tid)
+		if err != nil {
+			return err
+		}
+		if g.InstallationID != nil && s.cfg.GitHub != nil {
+			value, verifier := tid+"."+authn.NewSecret(), githubapp.NewVerifier()
+			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: "github", Verifier: verifier}, signInTTL); err != nil {
+				return err
+			}
+			target = s.cfg.GitHub.AuthCodeURL(value, verifier)
+		}
+		return nil
+	})
+	if err != nil {
+		s.cfg.Logger.Warn("starting sign-in failed", "err", err)
+		return s.page(c, http.StatusBadGateway, "Sign-in unavailable", "The sign-in provider could not be reached. Try again in a moment, or ask an admin to check the provider settings.")
+	}
+	if target == "" {
+		return s.page(c, http.StatusServiceUnavailable, "Sign-in not configured", "This organisation has no sign-in configured yet. Ask an operator for a sign-in link.")
+	}
+	return c.Redirect(http.StatusFound, target)
 }
 
-// githubCallback is GET /auth/github/callback.
-func (s *Server) githubCallback(c echo.Context) error {
-	return s.page(c, http.StatusServiceUnavailable, "Sign-in not configured", "GitHub sign-in is not configured on this server.")
+func (s *Server) oidcProvider(p postgres.IdentityProvider) oidc.Provider {
+	return oidc.Provider{Issuer: p.Issuer, ClientID: p.ClientID, ClientSecret: p.ClientSecret, GroupsClaim: p.GroupsClaim,
+		Scopes: p.Scopes, RedirectURL: s.cfg.PublicURL + "/auth/oidc/callback"}
 }
 
-// oidcCallback is GET /auth/oidc/callback.
+// callbackState consumes the state of a callback and checks its kind.
+func (s *Server) callbackState(c echo.Context, kind string) (string, postgres.LoginState, error) {
+	value := c.QueryParam("state")
+	tid, ok := authn.SplitValue(value)
+	if !ok {
+		return "", postgres.LoginState{}, codelotse.Errorf(codelotse.Invalid, "The sign-in attempt is not valid; start again.")
+	}
+	var st postgres.LoginState
+	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
+		var err error
+		st, err = postgres.ConsumeLoginState(c.Request().Context(), tx, tid, authn.HashValue(value))
+		return err
+	})
+	if err != nil {
+		if codelotse.ErrorCode(err) == codelotse.NotFound {
+			return "", st, codelotse.Errorf(codelotse.Invalid, "The sign-in attempt expired or was already used; start again.")
+		}
+		return "", st, err
+	}
+	if st.Kind != kind {
+		return "", st, codelotse.Errorf(codelotse.Invalid, "The sign-in attempt is not valid; start again.")
+	}
+	return tid, st, nil
+}
+
+// oidcCallback is GET /auth/oidc/callback: finish the OIDC sign-in, update
+// the user, replace the groups snapshot on their active tokens of this
+// provider, and start a session.
 func (s *Server) oidcCallback(c echo.Context) error {
-	return s.page(c, http.StatusServiceUnavailable, "Sign-in not configured", "OIDC sign-in is not configured on this server.")
+	if s.cfg.OIDC == nil {
+		return s.page(c, http.StatusServiceUnavailable, "Sign-in not configured", "OIDC sign-in is not configured on this server.")
+	}
+	tid, st, err := s.callbackState(c, "oidc")
+	if err != nil {
+		return s.signInFailed(c, err)
+	}
+	if e := c.QueryParam("error"); e != "" {
+		return s.page(c, http.StatusForbidden, "Sign-in refused", "The identity provider did not sign you in ("+clip(e, 80)+").")
+	}
+	ctx := c.Request().Context()
+	var p postgres.IdentityProvider
+	var slug string
+	if err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		var err error
+		if p, err = postgres.IdentityProviderByIssuer(ctx, tx, tid, ""); err != nil {
+			return err
+		}
+		g, err := postgres.GetTenantGitHub(ctx, tx, tid)
+		slug = g.Slug
+		return err
+	}); err != nil {
+		return s.signInFailed(c, err)
+	}
+	if p.ID != st.IdPID || !p.Enabled {
+		return s.page(c, http.StatusForbidden, "Sign-in refused", "This identity provider is no longer enabled for the organisation.")
+	}
+	claims, err := s.cfg.OIDC.Finish(ctx, s.oidcProvider(p), c.QueryParam("code"), st.Verifier, st.Nonce)
+	var gce *oidc.GroupsClaimError
+	if errors.As(err, &gce) {
+		return s.page(c, http.StatusForbidden, "Groups missing", fmt.Sprintf("Your identity provider did not send the groups claim %q, which this organisation uses to decide what you can see. Ask your admin to add it to the ID token.", gce.Claim))
+	}
+	if err != nil {
+		s.cfg.Logger.Warn("OIDC sign-in failed", "err", err)
+		return s.page(c, http.StatusForbidden, "Sign-in failed", "The identity provider's answer could not be verified. Start again; if it keeps failing, ask an admin to check the provider settings.")
+	}
+	var cookie *http.Cookie
+	err = s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		u, err := postgres.UpsertOIDCUser(ctx, tx, tid, p.ID, claims.Subject, claims.Email, claims.Name)
+		if err != nil {
+			return err
+		}
+		if _, err := postgres.ReplaceGroupSnapshot(ctx, tx, tid, u.ID, p.ID, claims.Groups); err != nil {
+			return err
+		}
+		if err := postgres.AuditSignIn(ctx, tx, tid, u.ID, u.Email, "oidc"); err != nil {
+			return err
+		}
+		cookie, err = s.cfg.Sessions.Start(ctx, tx, tid, u.ID, false, p.ID, claims.Groups)
+		return err
+	})
+	if err != nil {
+		return s.signInFailed(c, err)
+	}
+	c.SetCookie(cookie)
+	return c.Redirect(http.StatusSeeOther, "/t/"+slug+"/mcp")
+}
+
+// githubCallback is GET /auth/github/callback: finish the GitHub App user
+// sign-in and refresh the cached memberships (tenant role and the
+// repositories the user can see through the tenant's installation).
+func (s *Server) githubCallback(c echo.Context) error {
+	if s.cfg.GitHub == nil {
+		return s.page(c, http.StatusServiceUnavailable, "Sign-in not configured", "GitHub sign-in is not configured on this server.")
+	}
+	tid, st, err := s.callbackState(c, "github")
+	if err != nil {
+		return s.signInFailed(c, err)
+	}
+	ctx := c.Request().Context()
+	id, insts, err := s.cfg.GitHub.SignIn(ctx, c.QueryParam("code"), st.Verifier)
+	if err != nil {
+		s.cfg.Logger.Warn("GitHub sign-in failed", "err", err)
+		return s.page(c, http.StatusForbidden, "Sign-in failed", "GitHub did not complete the sign-in. Start again.")
+	}
+	var cookie *http.Cookie
+	var slug string
+	noAccess := false
+	err = s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		g, err := postgres.GetTenantGitHub(ctx, tx, tid)
+		if err != nil {
+			return err
+		}
+		slug = g.Slug
+		var inst *githubapp.Installation
+		for i := range insts {
+			if g.InstallationID != nil && insts[i].ID == *g.InstallationID && (g.AccountID == nil || *g.AccountID == insts[i].AccountID) {
+				inst = &insts[i]
+			}
+		}
+		if inst == nil {
+			noAccess = true
+			return nil
+		}
+		if err := postgres.SetTenantGitHubAccount(ctx, tx, tid, inst.AccountID); err != nil {
+			return err
+		}
+		email := id.Email
+		if email == "" {
+			email = fmt.Sprintf("%d+%s@users.noreply.github.com", id.UserID, id.Login)
+		}
+		u, err := postgres.UpsertGitHubUser(ctx, tx, tid, id.UserID, id.Login, id.Name, email)
+		if err != nil {
+			return err
+		}
+		role := codelotse.RoleMember
+		if inst.Role == "admin" {
+			role = codelotse.RoleAdmin
+		}
+		if err := postgres.RefreshMembership(ctx, tx, tid, u.ID, role, "github", time.Now()); err != nil {
+			return err
+		}
+		var repoIDs []int64
+		for _, r := range inst.Repos {
+			rid, err := postgres.UpsertGitHubRepository(ctx, tx, tid, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
+			if err != nil {
+				return err
+			}
+			repoIDs = append(repoIDs, rid)
+		}
+		if err := postgres.ReplaceRepoMemberships(ctx, tx, tid, u.ID, repoIDs); err != nil {
+			return err
+		}
+		if err := postgres.AuditSignIn(ctx, tx, tid, u.ID, u.Email, "github"); err != nil {
+			return err
+		}
+		cookie, err = s.cfg.Sessions.Start(ctx, tx, tid, u.ID, false, "", nil)
+		return err
+	})
+	if err != nil {
+		return s.signInFailed(c, err)
+	}
+	if noAccess {
+		return s.page(c, http.StatusForbidden, "No access", "Your GitHub account cannot see this organisation's CodeLotse installation.")
+	}
+	c.SetCookie(cookie)
+	return c.Redirect(http.StatusSeeOther, "/t/"+slug+"/mcp")
+}
+
+func (s *Server) signInFailed(c echo.Context, err error) error {
+	if codelotse.ErrorCode(err) == codelotse.Invalid {
+		return s.page(c, http.StatusBadRequest, "Sign-in failed", codelotse.ErrorMessage(err))
+	}
+	return err
+}
+
+func clip(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }

@@ -19,7 +19,9 @@ import (
 
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/githubapp"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
+	"github.com/codelotse/codelotse/pkg/oidc"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/ratelimit"
 	"github.com/codelotse/codelotse/pkg/telemetry"
@@ -42,6 +44,9 @@ type Config struct {
 	// Limiter disables limits.
 	Limiter ratelimit.Limiter
 	Limits  Limits
+	// GitHub and OIDC sign the users in (nil: that sign-in is not configured).
+	GitHub *githubapp.Client
+	OIDC   *oidc.Client
 	// Sessions manages browser sessions for the cookie routes.
 	Sessions *authn.Sessions
 	// DevSignIn allows the single-use development sign-in links that

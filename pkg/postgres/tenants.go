@@ -107,3 +107,49 @@ func SetMCPEnabled(ctx context.Context, tx pgx.Tx, tenantID string, enabled bool
 	}
 	return true, insertAudit(ctx, tx, tenantID, actor, "mcp.switched", "", map[string]any{"enabled": enabled})
 }
+
+// TenantGitHub is a tenant's binding to a GitHub App installation.
+type TenantGitHub struct {
+	Slug           string
+	InstallationID *int64
+	AccountID      *int64
+}
+
+// GetTenantGitHub reads the installation binding.
+func GetTenantGitHub(ctx context.Context, tx pgx.Tx, tenantID string) (TenantGitHub, error) {
+	var g TenantGitHub
+	err := tx.QueryRow(ctx, `SELECT slug, github_installation_id, github_account_id FROM tenants WHERE id = $1`, tenantID).
+		Scan(&g.Slug, &g.InstallationID, &g.AccountID)
+	return g, notFound(err, "tenant not found")
+}
+
+// SetTenantGitHubAccount records the installation's account id the first
+// time it is seen (tenants map to installations by ids, never by login).
+func SetTenantGitHubAccount(ctx context.Context, tx pgx.Tx, tenantID string, accountID int64) error {
+	_, err := tx.Exec(ctx, `UPDATE tenants SET github_account_id = $2 WHERE id = $1 AND github_account_id IS NULL`, tenantID, accountID)
+	return err
+}
+
+// UpsertGitHubRepository registers or updates a repository seen through
+// the GitHub App and returns its id.
+func UpsertGitHubRepository(ctx context.Context, tx pgx.Tx, tenantID string, githubID int64, fullName, defaultBranch, url string, private bool) (int64, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `UPDATE repositories SET github_id = $2, full_name = $3, default_branch = coalesce(nullif($4, ''), default_branch),
+			url = coalesce(nullif($5, ''), url), private = $6
+		WHERE tenant_id = $1 AND (github_id = $2 OR (github_id IS NULL AND lower(full_name) = lower($3))) RETURNING id`,
+		tenantID, githubID, fullName, defaultBranch, url, private).Scan(&id)
+	if err == nil || !errors.Is(err, pgx.ErrNoRows) {
+		return id, err
+	}
+	if defaultBranch == "" {
+		defaultBranch = "main"
+	}
+	err = tx.QueryRow(ctx, `INSERT INTO repositories (tenant_id, github_id, full_name, default_branch, url, private)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, tenantID, githubID, fullName, defaultBranch, url, private).Scan(&id)
+	return id, err
+}
+
+// AuditSignIn records a sign-in.
+func AuditSignIn(ctx context.Context, tx pgx.Tx, tenantID, userID, email, method string) error {
+	return insertAudit(ctx, tx, tenantID, Actor{UserID: userID, Label: email}, "user.signed_in", email, map[string]any{"method": method})
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -79,4 +80,58 @@ func EnsureUser(ctx context.Context, tx pgx.Tx, tenantID, email string) (codelot
 		return u, codelotse.Errorf(codelotse.Invalid, "%q is not an email address", email)
 	}
 	return u, err
+}
+
+// UpsertGitHubUser finds the tenant's user with this GitHub id (or, the
+// first time, with this email) and updates their profile, or creates one.
+func UpsertGitHubUser(ctx context.Context, tx pgx.Tx, tenantID string, githubID int64, login, name, email string) (codelotse.User, error) {
+	var u codelotse.User
+	err := tx.QueryRow(ctx, `UPDATE users SET github_login = $3, name = CASE WHEN $4 = '' THEN name ELSE $4 END, deleted_at = NULL
+		WHERE tenant_id = $1 AND (github_user_id = $2 OR (github_user_id IS NULL AND lower(email) = lower($5)))
+		RETURNING id::text, tenant_id::text, email, name, created_at`, tenantID, githubID, login, name, email).
+		Scan(&u.ID, &u.TenantID, &u.Email, &u.Name, &u.CreatedAt)
+	if err == nil {
+		_, err = tx.Exec(ctx, `UPDATE users SET github_user_id = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, u.ID, githubID)
+		return u, err
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return u, err
+	}
+	err = tx.QueryRow(ctx, `INSERT INTO users (tenant_id, email, name, github_user_id, github_login) VALUES ($1, $2, $3, $4, $5)
+		RETURNING id::text, tenant_id::text, email, name, created_at`, tenantID, email, name, githubID, login).
+		Scan(&u.ID, &u.TenantID, &u.Email, &u.Name, &u.CreatedAt)
+	return u, err
+}
+
+// UpsertOIDCUser finds the tenant's user with this provider subject (or,
+// the first time, with this email) and updates them, or creates one.
+func UpsertOIDCUser(ctx context.Context, tx pgx.Tx, tenantID, idpID, subject, email, name string) (codelotse.User, error) {
+	var u codelotse.User
+	err := tx.QueryRow(ctx, `UPDATE users SET idp_id = $2, idp_subject = $3, name = CASE WHEN $5 = '' THEN name ELSE $5 END, deleted_at = NULL
+		WHERE tenant_id = $1 AND ((idp_id = $2 AND idp_subject = $3) OR (idp_subject IS NULL AND lower(email) = lower($4)))
+		RETURNING id::text, tenant_id::text, email, name, created_at`, tenantID, idpID, subject, email, name).
+		Scan(&u.ID, &u.TenantID, &u.Email, &u.Name, &u.CreatedAt)
+	if err == nil || !errors.Is(err, pgx.ErrNoRows) {
+		return u, err
+	}
+	err = tx.QueryRow(ctx, `INSERT INTO users (tenant_id, email, name, idp_id, idp_subject) VALUES ($1, $2, $3, $4, $5)
+		RETURNING id::text, tenant_id::text, email, name, created_at`, tenantID, email, name, idpID, subject).
+		Scan(&u.ID, &u.TenantID, &u.Email, &u.Name, &u.CreatedAt)
+	if isCheckViolation(err) {
+		return u, codelotse.Errorf(codelotse.Invalid, "the identity provider sent no usable email address")
+	}
+	return u, err
+}
+
+// ReplaceRepoMemberships replaces the user's cached repository memberships
+// with repoIDs, stamped now (a GitHub sign-in).
+func ReplaceRepoMemberships(ctx context.Context, tx pgx.Tx, tenantID, userID string, repoIDs []int64) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM repo_memberships WHERE tenant_id = $1 AND user_id = $2 AND NOT (repository_id = ANY($3))`,
+		tenantID, userID, repoIDs); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO repo_memberships (tenant_id, user_id, repository_id, permission, refreshed_at)
+		SELECT $1, $2, r, 'read', now() FROM unnest($3::bigint[]) AS r
+		ON CONFLICT (tenant_id, user_id, repository_id) DO UPDATE SET refreshed_at = now()`, tenantID, userID, repoIDs)
+	return err
 }
