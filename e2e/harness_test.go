@@ -240,3 +240,26 @@ func callMeta(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 	}
 	return b.String(), res.IsError, res.Meta
 }
+
+// startWorker starts a worker process with the stack's environment plus
+// extra settings; it stops when the test ends.
+func (s *stack) startWorker(logs *syncBuffer, extra ...string) {
+	t := s.t
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "worker"))
+	cmd.Env = append(append([]string{}, s.env...), extra...)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("worker output:\n%s", logs.String())
+		}
+	})
+}

@@ -114,3 +114,17 @@ $$;
 ALTER FUNCTION tenant_id_by_slug(text) OWNER TO {{auth}};
 REVOKE ALL ON FUNCTION tenant_id_by_slug(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION tenant_id_by_slug(text) TO {{app}};
+
+-- Purpose webhook.route: find the tenant of a GitHub App installation when
+-- a webhook arrives. Reads only id and github_installation_id of tenants.
+GRANT SELECT (id, github_installation_id) ON tenants TO {{auth}};
+CREATE OR REPLACE FUNCTION tenant_id_by_installation(p_installation bigint)
+RETURNS uuid
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public
+AS $$
+    SELECT id FROM public.tenants WHERE github_installation_id = p_installation
+$$;
+ALTER FUNCTION tenant_id_by_installation(bigint) OWNER TO {{auth}};
+REVOKE ALL ON FUNCTION tenant_id_by_installation(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION tenant_id_by_installation(bigint) TO {{app}};

@@ -14,6 +14,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/githubapp"
 	"github.com/codelotse/codelotse/pkg/httpserver"
+	"github.com/codelotse/codelotse/pkg/jobs"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
 	"github.com/codelotse/codelotse/pkg/oidc"
 	"github.com/codelotse/codelotse/pkg/ratelimit"
@@ -77,6 +78,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 
+	// GitHub webhooks enqueue jobs for the worker. Signatures are required:
+	// with an App configured, a missing secret is a configuration error.
+	secret := getenv("GITHUB_WEBHOOK_SECRET")
+	if secret == "" && getenv("GITHUB_APP_ID") != "" {
+		return fmt.Errorf("GITHUB_WEBHOOK_SECRET is required when GITHUB_APP_ID is set: webhooks must be signed")
+	}
+	var enqueuer httpserver.Enqueuer
+	if secret != "" {
+		jc, err := jobs.NewInsertOnly(db.Pool, logger)
+		if err != nil {
+			return err
+		}
+		enqueuer = jc
+	}
+
 	srv, err := httpserver.New(httpserver.Config{
 		PublicURL:      cfg.PublicURL,
 		AllowedOrigins: cfg.AllowedOrigins,
@@ -93,6 +109,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Telemetry:      tel,
 		Sessions:       &authn.Sessions{DB: db, Secure: !cfg.LoopbackHTTP()},
 		GitHub:         gh,
+		WebhookSecret:  []byte(secret),
+		Jobs:           enqueuer,
 		OIDC:           oidc.NewClient(nil),
 		DevSignIn:      cfg.LoopbackHTTP(),
 		Limiter:        limiter,

@@ -11,6 +11,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/importer"
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -163,11 +164,8 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 			if err != nil {
 				return err
 			}
-			res, err = postgres.ReplaceIndex(e.ctx, tx, tid, r.ID, snap, operator)
-			if err != nil {
-				return err
-			}
-			return learnSecrets(e.ctx, tx, tid, snapshotTexts(snap)...)
+			res, err = ingest.Index(e.ctx, tx, tid, r.ID, snap, operator)
+			return err
 		})
 		if err != nil {
 			return err
@@ -186,11 +184,8 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 	}
 	var res postgres.ImportResult
 	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
-		res, err = postgres.ImportReview(e.ctx, tx, tid, imp, operator)
-		if err != nil {
-			return err
-		}
-		return learnSecrets(e.ctx, tx, tid, importTexts(imp)...)
+		res, err = ingest.Import(e.ctx, tx, tid, imp, operator)
+		return err
 	}); err != nil {
 		return prefixed(path, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/importer"
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -77,11 +78,8 @@ func storeImport(e *env, slug, file string, imp codelotse.ReviewImport) error {
 	}
 	var res postgres.ImportResult
 	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
-		res, err = postgres.ImportReview(e.ctx, tx, tid, imp, operator)
-		if err != nil {
-			return err
-		}
-		return learnSecrets(e.ctx, tx, tid, importTexts(imp)...)
+		res, err = ingest.Import(e.ctx, tx, tid, imp, operator)
+		return err
 	})
 	if err != nil {
 		return prefixed(file, err)

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/codelotse/codelotse/pkg/codeindex"
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -44,11 +45,8 @@ func cmdIndex(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		res, err = postgres.ReplaceIndex(e.ctx, tx, tid, r.ID, snap, operator)
-		if err != nil {
-			return err
-		}
-		return learnSecrets(e.ctx, tx, tid, snapshotTexts(snap)...)
+		res, err = ingest.Index(e.ctx, tx, tid, r.ID, snap, operator)
+		return err
 	})
 	if err != nil {
 		return err

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/jobs"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -24,7 +26,8 @@ func cmdMigrate(e *env, args []string) error {
 		return codelotse.Wrap(codelotse.Unavailable, err, "cannot connect to DATABASE_URL")
 	}
 	defer conn.Close(e.ctx)
-	applied, err := postgres.Migrate(e.ctx, conn, postgres.MigrateOptions{Roles: e.cfg.Roles, AppPassword: e.cfg.AppPassword})
+	applied, err := postgres.Migrate(e.ctx, conn, postgres.MigrateOptions{Roles: e.cfg.Roles, AppPassword: e.cfg.AppPassword,
+		BeforeSchema: func(ctx context.Context) error { return jobs.Migrate(ctx, e.cfg.DatabaseURL, e.cfg.Roles.Owner) }})
 	if err != nil {
 		return err
 	}

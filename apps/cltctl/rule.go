@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -57,7 +58,7 @@ func cmdRuleAdd(e *env, args []string) error {
 		if _, err := postgres.UpsertRule(e.ctx, tx, tid, repoID, codelotse.Rule{Key: *key, Title: *title, Severity: severity, PathGlobs: globs, Instructions: *instr}); err != nil {
 			return err
 		}
-		return learnSecrets(e.ctx, tx, tid, *title, *instr)
+		return ingest.LearnSecrets(e.ctx, tx, tid, *title, *instr)
 	})
 	if err != nil {
 		return err

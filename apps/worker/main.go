@@ -1,7 +1,7 @@
-// Command worker runs CodeLotse's background jobs (GitHub sync and code
-// indexing, on River). For now it connects as the runtime role, verifies
-// that the role cannot bypass row-level security, and waits: the jobs
-// arrive with the GitHub integration.
+// Command worker runs CodeLotse's background jobs on River: GitHub
+// installation and repository syncs and default-branch indexing. Several
+// workers may run against one database. Configuration comes from the
+// environment (README).
 package main
 
 import (
@@ -11,9 +11,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/codelotse/codelotse/apps/internal/config"
+	"github.com/codelotse/codelotse/pkg/githubapp"
+	"github.com/codelotse/codelotse/pkg/jobs"
 )
 
 func main() {
@@ -39,9 +43,48 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer db.Close()
-	fmt.Fprintln(stdout, "worker started; no job kinds are registered yet")
-	logger.Info("worker started")
+
+	var app *githubapp.App
+	if id := getenv("GITHUB_APP_ID"); id != "" {
+		appID, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || appID <= 0 {
+			return fmt.Errorf("GITHUB_APP_ID must be the App's numeric id")
+		}
+		keyFile := getenv("GITHUB_APP_PRIVATE_KEY_FILE")
+		if keyFile == "" {
+			return fmt.Errorf("GITHUB_APP_PRIVATE_KEY_FILE is required with GITHUB_APP_ID")
+		}
+		pem, err := os.ReadFile(keyFile)
+		if err != nil {
+			return fmt.Errorf("reading GITHUB_APP_PRIVATE_KEY_FILE: %w", err)
+		}
+		if app, err = githubapp.NewApp(githubapp.AppConfig{AppID: appID, PrivateKeyPEM: pem, APIURL: getenv("GITHUB_API_URL")}); err != nil {
+			return err
+		}
+	} else {
+		logger.Warn("GITHUB_APP_ID is not set: GitHub jobs will be cancelled")
+	}
+	n := 4
+	if v := getenv("WORKER_CONCURRENCY"); v != "" {
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > 100 {
+			return fmt.Errorf("WORKER_CONCURRENCY must be 1 to 100")
+		}
+	}
+	w, err := jobs.NewWorker(&jobs.Deps{DB: db, GitHub: app, Logger: logger}, n)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "worker started (%d concurrent jobs)\n", n)
+	logger.Info("worker started", "concurrency", n)
 	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.Stop(sctx); err != nil {
+		return err
+	}
 	logger.Info("worker stopped")
 	return nil
 }

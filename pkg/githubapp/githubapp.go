@@ -1,22 +1,47 @@
-// Package githubapp signs people in to the web interface with the GitHub App
-// user-authorization flow (OAuth 2.0 with PKCE) and reads, once per sign-in,
-// what CodeLotse caches about them: their identity, the installations of the
-// app they can reach, the repositories they can see through each, and their
-// role in each installation's account (ARCHITECTURE §5, §7, §8).
+// Package githubapp is CodeLotse's GitHub App, in its two roles
+// (ARCHITECTURE §5, §7, §8):
 //
-// It speaks GitHub's OAuth endpoints through golang.org/x/oauth2 (GitHub has
-// no OpenID Connect for this flow) and reads the REST API with
+// Sign-in (Client, SignIn): people sign in to the web interface with the
+// GitHub App user-authorization flow (OAuth 2.0 with PKCE), and CodeLotse
+// reads, once per sign-in, what it caches about them: their identity, the
+// installations of the app they can reach, the repositories they can see
+// through each, and their role in each installation's account. It speaks
+// GitHub's OAuth endpoints through golang.org/x/oauth2 (GitHub has no
+// OpenID Connect for this flow). The user access token lives only inside
+// one SignIn call: it is never stored, returned, logged or put into an
+// error. Callers tell failures apart with errors.Is(err, ErrSignInRejected)
+// (start again, or fix the app settings) and errors.Is(err, ErrRateLimited).
+//
+// Sync (App, InstallationClient): the worker reads, as each installation,
+// the repositories, pull requests, reviews, review comments, code-scanning
+// alerts and code (tarballs, for codeindex.ReadTarball) of the tenant bound
+// to it. The App signs RS256 JWTs with its private key, exchanges them for
+// installation tokens, and caches those per installation for every client
+// of the App. Only GETs are retried, at most five attempts and a minute of
+// waiting per call and never past the context's deadline: 5xx answers and
+// connection errors with exponential backoff and jitter, rate limits after
+// GitHub's own Retry-After or X-RateLimit-Reset; a rate limit
+// that cannot be waited out is returned as a *RateLimitError (matching
+// ErrRateLimited) so the job can be snoozed until RetryAt. Listings follow
+// every Link page up to a bound and fail past it rather than return a
+// partial list. ErrNotInstalled and ErrAppRejected mark what needs an
+// operator; codelotse error codes say the rest (NotFound: the repository or
+// pull request is gone; Forbidden: a permission is missing; Unavailable:
+// try again later; Invalid: the arguments).
+//
+// Both read the REST API through the types and error classification of
 // github.com/google/go-github, pointed at GitHub.com, GitHub Enterprise
-// Server or a test server (see the githubtest package).
+// Server or a test server (see the githubtest package), with the API URL
+// used exactly as configured.
 //
-// The user access token GitHub issues lives only inside one SignIn call: it
-// is never stored, never returned, never logged and never put into an error.
-// The package logs nothing at all; errors carry a codelotse.Error code and a
-// message written for the person signing in, and the wrapped cause says which
-// GitHub call failed without repeating the authorization code, the PKCE
-// verifier, the client secret or the token. Callers tell failures apart with
-// errors.Is(err, ErrSignInRejected) (start again, or fix the app settings)
-// and errors.Is(err, ErrRateLimited) (wait; *RateLimitError says until when).
+// Credentials never leave the API host: tokens are added by a transport
+// that matches the API's scheme, host and port exactly, so a redirect to
+// another host (codeload, a renamed repository's new home) carries none,
+// and archive downloads are fetched without any. The package logs nothing
+// at all, and no error text carries a token, a JWT, an authorization code,
+// a PKCE verifier, the client secret, the private key, or a download URL
+// (whose query is a token); errors carry a codelotse.Error code and a
+// message for the person or operator who reads it.
 package githubapp
 
 import (

@@ -41,7 +41,8 @@ type Installation struct {
 	Repos []Repo
 }
 
-// Repo is a repository the user can see through an installation.
+// Repo is a repository the user can see through an installation (SignIn),
+// or one the installation can reach (InstallationClient.Repositories).
 type Repo struct {
 	ID            int64
 	FullName      string
@@ -49,8 +50,12 @@ type Repo struct {
 	// URL is the repository's web page.
 	URL     string
 	Private bool
+	// Archived repositories are read-only on GitHub: their pull requests
+	// and alerts no longer change.
+	Archived bool
 	// Permission is the user's highest permission: admin, maintain, push,
-	// triage or pull.
+	// triage or pull. Empty from Repositories, which lists the app's
+	// access, not a user's.
 	Permission string
 }
 
@@ -272,6 +277,7 @@ func readRepos(ctx context.Context, gh *github.Client, installationID int64, max
 			DefaultBranch: r.GetDefaultBranch(),
 			URL:           r.GetHTMLURL(),
 			Private:       r.GetPrivate(),
+			Archived:      r.GetArchived(),
 			Permission:    permission(r.Permissions),
 		})
 	}

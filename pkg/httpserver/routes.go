@@ -46,6 +46,9 @@ func (s *Server) routes() {
 	e.GET("/auth/github/callback", s.githubCallback)
 	e.GET("/auth/oidc/callback", s.oidcCallback)
 
+	// Webhook: GitHub deliveries, authenticated by their HMAC signature.
+	e.POST("/webhooks/github", s.githubWebhook)
+
 	// Bearer: a personal access token in the Authorization header; cookies
 	// are ignored and no CSRF token is needed (ARCHITECTURE §4).
 	e.POST("/mcp", s.mcpPost)

@@ -47,6 +47,10 @@ type Config struct {
 	// GitHub and OIDC sign the users in (nil: that sign-in is not configured).
 	GitHub *githubapp.Client
 	OIDC   *oidc.Client
+	// WebhookSecret verifies GitHub webhook deliveries; Jobs enqueues the
+	// work they cause. Webhooks answer 404 unless both are set.
+	WebhookSecret []byte
+	Jobs          Enqueuer
 	// Sessions manages browser sessions for the cookie routes.
 	Sessions *authn.Sessions
 	// DevSignIn allows the single-use development sign-in links that

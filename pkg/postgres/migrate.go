@@ -24,6 +24,10 @@ type MigrateOptions struct {
 	// AppPassword, when set, becomes the runtime role's password. Empty keeps
 	// whatever the role has (trust authentication in development).
 	AppPassword string
+	// BeforeSchema runs after the roles exist and before the migrations and
+	// policies (River's own migrations, so that the policies' grants cover
+	// its tables).
+	BeforeSchema func(ctx context.Context) error
 }
 
 // Migrate brings the database to the current schema as the administrative
@@ -47,6 +51,12 @@ func Migrate(ctx context.Context, conn *pgx.Conn, opts MigrateOptions) (applied 
 	}
 	if _, err := conn.Exec(ctx, fmt.Sprintf("GRANT USAGE, CREATE ON SCHEMA public TO %s", pgx.Identifier{r.Owner}.Sanitize())); err != nil {
 		return nil, codelotse.Wrap(codelotse.Unavailable, err, "cannot grant the owner role the schema")
+	}
+
+	if opts.BeforeSchema != nil {
+		if err := opts.BeforeSchema(ctx); err != nil {
+			return nil, err
+		}
 	}
 
 	names, err := fs.Glob(db.Migrations, "migrations/*.sql")

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -147,4 +148,63 @@ func IndexedRepositoryIDs(ctx context.Context, db *DB, tenantID string, f RepoFi
 			return err
 		})
 	return ids, err
+}
+
+// RepositoryByID reads a repository of the tenant (system use: jobs).
+func RepositoryByID(ctx context.Context, tx pgx.Tx, tenantID string, id int64) (codelotse.Repository, error) {
+	var r codelotse.Repository
+	err := tx.QueryRow(ctx, `SELECT id, full_name, default_branch, private, url, coalesce(indexed_commit, '') FROM repositories
+		WHERE tenant_id = $1 AND id = $2`, tenantID, id).Scan(&r.ID, &r.FullName, &r.DefaultBranch, &r.Private, &r.URL, &r.IndexedCommit)
+	r.TenantID = tenantID
+	return r, notFound(err, "repository not found")
+}
+
+// RemoveGitHubRepositoriesExcept deletes the tenant's GitHub repositories
+// whose GitHub id is not in keep (the installation lost access to them),
+// with their reviews, findings and index. It returns how many went.
+func RemoveGitHubRepositoriesExcept(ctx context.Context, tx pgx.Tx, tenantID string, keep []int64, actor Actor) (int, error) {
+	rows, err := tx.Query(ctx, `DELETE FROM repositories WHERE tenant_id = $1 AND github_id IS NOT NULL AND NOT (github_id = ANY($2))
+		RETURNING full_name`, tenantID, keep)
+	if err != nil {
+		return 0, err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	for _, n := range names {
+		if err := insertAudit(ctx, tx, tenantID, actor, "repository.removed", n, nil); err != nil {
+			return 0, err
+		}
+	}
+	return len(names), nil
+}
+
+// ExpireGitHubMemberships makes the cached memberships of the tenant's users
+// with these GitHub ids stale (webhooks of removed members and changed
+// teams), so their tokens answer 401 until they sign in again.
+func ExpireGitHubMemberships(ctx context.Context, tx pgx.Tx, tenantID string, githubUserIDs []int64, actor Actor) (int, error) {
+	tag, err := tx.Exec(ctx, `UPDATE tenant_memberships m SET refreshed_at = 'epoch'
+		FROM users u WHERE m.tenant_id = $1 AND u.tenant_id = m.tenant_id AND u.id = m.user_id AND u.github_user_id = ANY($2)`,
+		tenantID, githubUserIDs)
+	if err != nil {
+		return 0, err
+	}
+	if tag.RowsAffected() > 0 {
+		err = insertAudit(ctx, tx, tenantID, actor, "membership.expired", fmt.Sprint(githubUserIDs), map[string]any{"count": tag.RowsAffected()})
+	}
+	return int(tag.RowsAffected()), err
+}
+
+// ExpireAllGitHubMemberships makes every cached GitHub membership of the
+// tenant stale (events that change access broadly, such as team changes).
+func ExpireAllGitHubMemberships(ctx context.Context, tx pgx.Tx, tenantID string, actor Actor) (int, error) {
+	tag, err := tx.Exec(ctx, `UPDATE tenant_memberships SET refreshed_at = 'epoch' WHERE tenant_id = $1 AND source = 'github'`, tenantID)
+	if err != nil {
+		return 0, err
+	}
+	if tag.RowsAffected() > 0 {
+		err = insertAudit(ctx, tx, tenantID, actor, "membership.expired", "all", map[string]any{"count": tag.RowsAffected()})
+	}
+	return int(tag.RowsAffected()), err
 }

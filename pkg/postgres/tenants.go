@@ -153,3 +153,33 @@ func UpsertGitHubRepository(ctx context.Context, tx pgx.Tx, tenantID string, git
 func AuditSignIn(ctx context.Context, tx pgx.Tx, tenantID, userID, email, method string) error {
 	return insertAudit(ctx, tx, tenantID, Actor{UserID: userID, Label: email}, "user.signed_in", email, map[string]any{"method": method})
 }
+
+// TenantIDByInstallation routes a webhook to its tenant (purpose
+// webhook.route); "" when no tenant is bound to the installation.
+func (db *DB) TenantIDByInstallation(ctx context.Context, installationID int64) (string, error) {
+	var id *string
+	if err := db.Pool.QueryRow(ctx, "SELECT tenant_id_by_installation($1)::text", installationID).Scan(&id); err != nil {
+		return "", err
+	}
+	if id == nil {
+		return "", nil
+	}
+	return *id, nil
+}
+
+// RecordDelivery records a webhook delivery; false when it was seen before.
+func RecordDelivery(ctx context.Context, tx pgx.Tx, tenantID, deliveryID, event string) (bool, error) {
+	tag, err := tx.Exec(ctx, `INSERT INTO github_deliveries (tenant_id, delivery_id, event) VALUES ($1, $2, $3)
+		ON CONFLICT DO NOTHING`, tenantID, deliveryID, event)
+	return tag.RowsAffected() == 1, err
+}
+
+// RepositoryIDByGitHubID maps a GitHub repository id to the tenant's id.
+func RepositoryIDByGitHubID(ctx context.Context, tx pgx.Tx, tenantID string, githubID int64) (int64, bool, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `SELECT id FROM repositories WHERE tenant_id = $1 AND github_id = $2`, tenantID, githubID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
+}

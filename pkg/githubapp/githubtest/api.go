@@ -32,6 +32,9 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.rateHeaders(w)
+	if s.installationAPI(w, r, path) {
+		return
+	}
 	if r.Method != http.MethodGet {
 		writeJSON(w, http.StatusNotFound, notFound())
 		return
@@ -130,6 +133,16 @@ func (s *Server) takeFailure(path string) (Failure, bool) {
 
 // fail writes the GitHub answer for f.
 func (s *Server) fail(w http.ResponseWriter, f Failure) {
+	if f == ConnectionReset {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		// Not hijackable (HTTP/2): an empty 502 is the closest.
+		f = ServerError
+	}
 	retry := int(s.retryAfter / time.Second)
 	const secondaryMessage = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:0000:0000000:0000000:00000000."
 	const secondaryDocs = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
@@ -406,7 +419,7 @@ func (s *Server) repoJSON(r *repo, perm string) map[string]any {
 		"url":            api,
 		"clone_url":      s.WebURL + full + ".git",
 		"default_branch": r.DefaultBranch,
-		"archived":       false,
+		"archived":       r.Archived,
 		"disabled":       false,
 		"created_at":     timestamp,
 		"updated_at":     timestamp,

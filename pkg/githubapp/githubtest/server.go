@@ -1,6 +1,7 @@
 // Package githubtest is a fake GitHub for tests: a real HTTP server (from
-// net/http/httptest) that serves the GitHub App user-authorization flow and
-// the REST endpoints CodeLotse reads at sign-in, with the payload shapes,
+// net/http/httptest) that serves the GitHub App user-authorization flow,
+// the REST endpoints CodeLotse reads at sign-in, and the GitHub App
+// installation endpoints the worker syncs from, with the payload shapes,
 // status codes, rate-limit headers and Link pagination of GitHub's REST API.
 //
 // Like GitHub Enterprise Server, one server serves both the web and the API:
@@ -18,6 +19,25 @@
 //	GET  /user/installations/{id}/repositories         repositories the user can reach, paginated, with permissions
 //	GET  /user/memberships/orgs/{org}                  the user's membership in an organization
 //
+// and, for the GitHub App itself (an RS256 JWT signed with the key from
+// AppPrivateKeyPEM, or one set with SetAppPublicKey) and its installations
+// (installation tokens, which expire):
+//
+//	GET  /app/installations/{id}                       the installation and its account (JWT)
+//	POST /app/installations/{id}/access_tokens         a new installation token (JWT)
+//	GET  /installation/repositories                    the installation's repositories, paginated
+//	GET  /repos/{owner}/{repo}/pulls                   pull requests: state, sort, direction; paginated
+//	GET  /repos/{owner}/{repo}/pulls/{n}/reviews       reviews, paginated
+//	GET  /repos/{owner}/{repo}/pulls/{n}/comments      review comments, paginated
+//	GET  /repos/{owner}/{repo}/code-scanning/alerts    alerts by state (open without one), paginated;
+//	                                                   403 or 404 when code scanning is off (SetCodeScanning)
+//	GET  /repos/{owner}/{repo}/commits/{ref}           a commit; just its id with Accept: application/vnd.github.sha
+//	GET  /repos/{owner}/{repo}/tarball[/{ref}]         302 to /_codeload/… with a short-lived token in the query
+//	GET  /_codeload/{owner}/{repo}/legacy.tar.gz/{sha} the gzip tar: pax comment, top directory owner-repo-sha7/
+//
+// Content is configured with AddPullRequest, AddReview, AddReviewComment,
+// AddCodeScanningAlert, SetCodeScanning, SetRepoFiles and SetBranchHead.
+//
 // It is a test helper: it logs nothing and keeps everything in memory. It
 // is not a security boundary, though it checks what GitHub checks (client
 // credentials, redirect URI, single-use codes, PKCE, bearer tokens) so that
@@ -26,6 +46,7 @@ package githubtest
 
 import (
 	"crypto/rand"
+	"crypto/rsa"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -62,6 +83,8 @@ const (
 	Forbidden
 	// ServerError: 502.
 	ServerError
+	// ConnectionReset: the connection is closed without an answer.
+	ConnectionReset
 )
 
 // User is a GitHub user.
@@ -92,6 +115,7 @@ type Repo struct {
 	// DefaultBranch defaults to "main".
 	DefaultBranch string
 	Private       bool
+	Archived      bool
 }
 
 // Server is the fake GitHub. Configure it from the test goroutine; it is
@@ -128,6 +152,20 @@ type Server struct {
 	tokens           map[string]int64 // token → user ID
 	failures         []failure
 	requests         []string
+
+	// The GitHub App side; see installation.go and repos.go.
+	appKey         *rsa.PublicKey // nil: the key of AppPrivateKeyPEM
+	tokenLifetime  time.Duration
+	instTokens     map[string]*instToken // installation token → grant
+	tokensIssued   map[int64]int         // installation ID → tokens issued
+	pulls          map[int64][]*PullRequest
+	reviews        map[pullKey][]*Review
+	comments       map[pullKey][]*ReviewComment
+	alerts         map[int64][]*CodeScanningAlert
+	codeScanning   map[int64]CodeScanning
+	commits        map[int64]map[string]map[string]string // repo → sha → path → content
+	heads          map[int64]map[string]string            // repo → branch → sha
+	codeloadTokens map[string]*codeloadGrant
 }
 
 type installation struct {
@@ -176,6 +214,17 @@ func New(t testing.TB) *Server {
 		memberships:      map[[2]int64]membership{},
 		codes:            map[string]*grant{},
 		tokens:           map[string]int64{},
+		tokenLifetime:    time.Hour,
+		instTokens:       map[string]*instToken{},
+		tokensIssued:     map[int64]int{},
+		pulls:            map[int64][]*PullRequest{},
+		reviews:          map[pullKey][]*Review{},
+		comments:         map[pullKey][]*ReviewComment{},
+		alerts:           map[int64][]*CodeScanningAlert{},
+		codeScanning:     map[int64]CodeScanning{},
+		commits:          map[int64]map[string]map[string]string{},
+		heads:            map[int64]map[string]string{},
+		codeloadTokens:   map[string]*codeloadGrant{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	t.Cleanup(s.srv.Close)
@@ -450,9 +499,15 @@ func (s *Server) Authorize(authURL string) (code, state string, err error) {
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	s.requests = append(s.requests, r.Method+" "+r.URL.RequestURI())
+	logged := r.URL.RequestURI()
+	if strings.HasPrefix(r.URL.Path, codeloadPrefix) {
+		logged = r.URL.Path // the query is the download's token
+	}
+	s.requests = append(s.requests, r.Method+" "+logged)
 	s.mu.Unlock()
 	switch {
+	case strings.HasPrefix(r.URL.Path, codeloadPrefix):
+		s.codeload(w, r)
 	case r.URL.Path == "/login/oauth/authorize":
 		s.authorize(w, r)
 	case r.URL.Path == "/login/oauth/access_token":

@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/codelotse/codelotse/pkg/jobs"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -89,7 +90,8 @@ func New(t testing.TB) *Env {
 	if err != nil {
 		t.Fatalf("pgtest: connect to test database: %v", err)
 	}
-	if _, err := postgres.Migrate(ctx, conn, postgres.MigrateOptions{Roles: roles}); err != nil {
+	if _, err := postgres.Migrate(ctx, conn, postgres.MigrateOptions{Roles: roles,
+		BeforeSchema: func(ctx context.Context) error { return jobs.Migrate(ctx, env.AdminURL, roles.Owner) }}); err != nil {
 		conn.Close(ctx)
 		t.Fatalf("pgtest: migrate: %v", err)
 	}

@@ -1,0 +1,120 @@
+package githubapp
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-github/v62/github"
+)
+
+// ErrBadSignature means a webhook delivery's X-Hub-Signature-256 is missing
+// or does not match the secret.
+var ErrBadSignature = errors.New("webhook signature missing or invalid")
+
+// WebhookEvent is what the service needs of a webhook delivery.
+type WebhookEvent struct {
+	Event          string // X-GitHub-Event
+	DeliveryID     string // X-GitHub-Delivery
+	Action         string
+	InstallationID int64
+	RepoID         int64  // the repository the event is about, if any
+	Ref            string // push: the pushed ref
+	DefaultBranch  string // push: the repository's default branch
+	// UserIDs are the GitHub users whose access changed (member and
+	// membership events).
+	UserIDs []int64
+}
+
+// ParseWebhook verifies a delivery's HMAC-SHA256 signature with secret and
+// reads it. An empty secret is refused: go-github accepts unsigned payloads
+// when the secret is empty, so it must never be called with one.
+func ParseWebhook(secret []byte, h http.Header, body []byte) (WebhookEvent, error) {
+	var ev WebhookEvent
+	if len(secret) == 0 {
+		return ev, errors.New("webhook secret not configured")
+	}
+	sig := h.Get(github.SHA256SignatureHeader)
+	if !strings.HasPrefix(sig, "sha256=") {
+		return ev, ErrBadSignature
+	}
+	if err := github.ValidateSignature(sig, body, secret); err != nil {
+		return ev, ErrBadSignature
+	}
+	ev.Event, ev.DeliveryID = h.Get(github.EventTypeHeader), h.Get(github.DeliveryIDHeader)
+	if ev.Event == "" || ev.DeliveryID == "" {
+		return ev, errors.New("webhook without X-GitHub-Event or X-GitHub-Delivery")
+	}
+	payload, err := github.ParseWebHook(ev.Event, body)
+	if err != nil {
+		// Unknown event types are not an error for the sender: ignore them.
+		return ev, nil
+	}
+	repo := func(r *github.Repository) {
+		if r != nil {
+			ev.RepoID = r.GetID()
+			ev.DefaultBranch = r.GetDefaultBranch()
+		}
+	}
+	inst := func(i *github.Installation) {
+		if i != nil {
+			ev.InstallationID = i.GetID()
+		}
+	}
+	switch p := payload.(type) {
+	case *github.InstallationEvent:
+		ev.Action = p.GetAction()
+		inst(p.Installation)
+	case *github.InstallationRepositoriesEvent:
+		ev.Action = p.GetAction()
+		inst(p.Installation)
+	case *github.PullRequestEvent:
+		ev.Action = p.GetAction()
+		inst(p.Installation)
+		repo(p.Repo)
+	case *github.PullRequestReviewEvent:
+		ev.Action = p.GetAction()
+		inst(p.Installation)
+		repo(p.Repo)
+	case *github.PullRequestReviewCommentEvent:
+		ev.Action = p.GetAction()
+		inst(p.Installation)
+		repo(p.Repo)
+	case *github.CodeScanningAlertEvent:
+		ev.Action = p.GetAction()
+		inst(p.Installation)
+		repo(p.Repo)
+	case *github.PushEvent:
+		inst(p.Installation)
+		ev.Ref = p.GetRef()
+		if r := p.GetRepo(); r != nil {
+			ev.RepoID, ev.DefaultBranch = r.GetID(), r.GetDefaultBranch()
+		}
+	case *github.OrganizationEvent:
+		ev.Action = p.GetAction()
+		inst(p.Installation)
+		if m := p.GetMembership(); m != nil && m.GetUser() != nil {
+			ev.UserIDs = append(ev.UserIDs, m.GetUser().GetID())
+		}
+	case *github.MemberEvent:
+		ev.Action = p.GetAction()
+		inst(p.Installation)
+		repo(p.Repo)
+		if m := p.GetMember(); m != nil {
+			ev.UserIDs = append(ev.UserIDs, m.GetID())
+		}
+	case *github.MembershipEvent:
+		ev.Action = p.GetAction()
+		inst(p.Installation)
+		if m := p.GetMember(); m != nil {
+			ev.UserIDs = append(ev.UserIDs, m.GetID())
+		}
+	case *github.TeamEvent:
+		ev.Action = p.GetAction()
+		inst(p.Installation)
+	case *github.TeamAddEvent:
+		inst(p.Installation)
+		ev.Action = "added"
+	}
+	return ev, nil
+}

@@ -1,0 +1,126 @@
+package httpserver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/codelotse/codelotse/pkg/githubapp"
+	"github.com/codelotse/codelotse/pkg/postgres"
+)
+
+// Enqueuer puts background jobs on the queue inside the caller's
+// transaction (implemented by pkg/jobs).
+type Enqueuer interface {
+	EnqueueInstallationSync(ctx context.Context, tx pgx.Tx, tenantID string) error
+	EnqueueRepositorySync(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) error
+	EnqueueIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) error
+}
+
+// maxWebhookBytes is GitHub's largest payload (25 MB).
+const maxWebhookBytes = 25 << 20
+
+var webhookActor = postgres.Actor{Label: "github-webhook"}
+
+// githubWebhook is POST /webhooks/github. It answers within GitHub's 10 s
+// by only verifying, de-duplicating and enqueueing: the work happens in
+// the worker.
+func (s *Server) githubWebhook(c echo.Context) error {
+	if len(s.cfg.WebhookSecret) == 0 || s.cfg.Jobs == nil {
+		return c.JSON(http.StatusNotFound, map[string]string{"error": "GitHub webhooks are not configured on this server"})
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxWebhookBytes))
+	if err != nil {
+		return c.JSON(http.StatusRequestEntityTooLarge, map[string]string{"error": "payload too large"})
+	}
+	ev, err := githubapp.ParseWebhook(s.cfg.WebhookSecret, c.Request().Header, body)
+	if errors.Is(err, githubapp.ErrBadSignature) {
+		s.cfg.Logger.Warn("webhook with a bad signature refused")
+		return c.JSON(http.StatusUnauthorized, map[string]string{"error": "bad signature"})
+	}
+	if err != nil {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": err.Error()})
+	}
+	if ev.InstallationID == 0 {
+		return c.JSON(http.StatusAccepted, map[string]string{"status": "ignored: no installation"})
+	}
+	ctx := c.Request().Context()
+	tid, err := s.cfg.DB.TenantIDByInstallation(ctx, ev.InstallationID)
+	if err != nil {
+		return err
+	}
+	if tid == "" {
+		s.cfg.Logger.Info("webhook for an installation without a tenant", "event", ev.Event)
+		return c.JSON(http.StatusAccepted, map[string]string{"status": "ignored: installation not bound to a tenant"})
+	}
+	status := "queued"
+	err = s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		first, err := postgres.RecordDelivery(ctx, tx, tid, ev.DeliveryID, ev.Event)
+		if err != nil {
+			return err
+		}
+		if !first {
+			status = "duplicate delivery"
+			return nil
+		}
+		return s.dispatch(ctx, tx, tid, ev, &status)
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"status": status})
+}
+
+// dispatch turns one event into jobs or membership changes.
+func (s *Server) dispatch(ctx context.Context, tx pgx.Tx, tid string, ev githubapp.WebhookEvent, status *string) error {
+	repoJob := func(index bool) error {
+		id, ok, err := postgres.RepositoryIDByGitHubID(ctx, tx, tid, ev.RepoID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// A repository we do not know yet: sync the installation.
+			return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx, tid)
+		}
+		if index {
+			return s.cfg.Jobs.EnqueueIndex(ctx, tx, tid, id)
+		}
+		return s.cfg.Jobs.EnqueueRepositorySync(ctx, tx, tid, id)
+	}
+	switch ev.Event {
+	case "installation", "installation_repositories":
+		return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx, tid)
+	case "pull_request", "pull_request_review", "pull_request_review_comment", "code_scanning_alert":
+		return repoJob(false)
+	case "push":
+		if ev.DefaultBranch != "" && ev.Ref == "refs/heads/"+ev.DefaultBranch {
+			return repoJob(true)
+		}
+		*status = "ignored: not the default branch"
+		return nil
+	case "organization", "member", "membership":
+		if removal(ev.Action) && len(ev.UserIDs) > 0 {
+			_, err := postgres.ExpireGitHubMemberships(ctx, tx, tid, ev.UserIDs, webhookActor)
+			*status = "memberships expired"
+			return err
+		}
+		*status = "ignored"
+		return nil
+	case "team", "team_add":
+		// Team changes can move repository access for many people at once.
+		_, err := postgres.ExpireAllGitHubMemberships(ctx, tx, tid, webhookActor)
+		*status = "memberships expired"
+		return err
+	}
+	*status = "ignored: event " + ev.Event
+	return nil
+}
+
+func removal(action string) bool {
+	return strings.Contains(action, "removed") || action == "deleted"
+}

@@ -1,0 +1,206 @@
+// Package jobs runs CodeLotse's background work on River (jobs in
+// PostgreSQL): syncing a tenant's GitHub installation, its repositories'
+// pull requests, reviews, review comments and code-scanning alerts, and
+// indexing default branches. It is the only package that imports River.
+//
+// Jobs are idempotent (every write is an upsert of what GitHub says now)
+// and unique per repository while pending or running, so several workers
+// can run at once: River hands a job to one worker, and a transaction-level
+// advisory lock per repository keeps two syncs of one repository apart even
+// if a duplicate slipped in. A failing repository fails its own job only.
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/codelotse/codelotse/pkg/postgres"
+)
+
+// Queue is the queue every CodeLotse job runs on.
+const Queue = "github"
+
+// unique makes a job unique by its arguments while it waits or runs.
+var unique = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+	rivertype.JobStateRunning, rivertype.JobStateScheduled,
+}}
+
+// SyncInstallationArgs syncs a tenant's installation: its account and the
+// repositories it can see (added, removed, renamed, private flag), then
+// enqueues a repository sync for each.
+type SyncInstallationArgs struct {
+	TenantID string `json:"tenant_id"`
+}
+
+func (SyncInstallationArgs) Kind() string { return "github.sync_installation" }
+func (SyncInstallationArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, UniqueOpts: unique, MaxAttempts: 10}
+}
+
+// SyncRepositoryArgs syncs one repository's pull requests, reviews, review
+// comments and code-scanning alerts, then enqueues indexing of its default
+// branch when its head moved.
+type SyncRepositoryArgs struct {
+	TenantID     string `json:"tenant_id"`
+	RepositoryID int64  `json:"repository_id"`
+}
+
+func (SyncRepositoryArgs) Kind() string { return "github.sync_repository" }
+func (SyncRepositoryArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, UniqueOpts: unique, MaxAttempts: 10}
+}
+
+// IndexRepositoryArgs indexes a repository's default branch from the
+// repository archive at its head commit (the same index as cltctl index).
+type IndexRepositoryArgs struct {
+	TenantID     string `json:"tenant_id"`
+	RepositoryID int64  `json:"repository_id"`
+}
+
+func (IndexRepositoryArgs) Kind() string { return "github.index_repository" }
+func (IndexRepositoryArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, UniqueOpts: unique, MaxAttempts: 5}
+}
+
+// Migrate creates or updates River's tables, owned by the owner role: it
+// connects with adminURL and acts as owner for the whole run.
+func Migrate(ctx context.Context, adminURL, ownerRole string) error {
+	cfg, err := pgxpool.ParseConfig(adminURL)
+	if err != nil {
+		return err
+	}
+	cfg.MaxConns = 2
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET ROLE "+pgx.Identifier{ownerRole}.Sanitize())
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return err
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrations: %w", err)
+	}
+	return nil
+}
+
+// Client enqueues jobs (the API's webhooks, cltctl) and, when started with
+// workers, works them (apps/worker).
+type Client struct {
+	river *river.Client[pgx.Tx]
+}
+
+// NewInsertOnly returns a client that only enqueues.
+func NewInsertOnly(pool *pgxpool.Pool, logger *slog.Logger) (*Client, error) {
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: quiet(logger)})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{river: rc}, nil
+}
+
+// Enqueue inserts a job; a duplicate of a waiting or running job is not
+// inserted again (unique by arguments). It reports whether it was new.
+func (c *Client) Enqueue(ctx context.Context, args river.JobArgs) (inserted bool, id int64, err error) {
+	res, err := c.river.Insert(ctx, args, nil)
+	if err != nil {
+		return false, 0, err
+	}
+	return !res.UniqueSkippedAsDuplicate, res.Job.ID, nil
+}
+
+// EnqueueTx inserts a job in the caller's transaction, so it exists exactly
+// when the caller's change does (webhook deliveries).
+func (c *Client) EnqueueTx(ctx context.Context, tx pgx.Tx, args river.JobArgs) (bool, error) {
+	res, err := c.river.InsertTx(ctx, tx, args, nil)
+	if err != nil {
+		return false, err
+	}
+	return !res.UniqueSkippedAsDuplicate, nil
+}
+
+// Wait waits until the job with id has finished and returns its final
+// state ("completed", or the error state) — for cltctl github sync --wait.
+func (c *Client) Wait(ctx context.Context, id int64) (string, error) {
+	for {
+		job, err := c.river.JobGet(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		switch job.State {
+		case rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded:
+			return string(job.State), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// quiet passes only River's warnings and errors.
+func quiet(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return nil
+	}
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(a), m.min}
+}
+func (m minLevel) WithGroup(n string) slog.Handler { return minLevel{m.Handler.WithGroup(n), m.min} }
+
+func riverDriver(db *postgres.DB) *riverpgxv5.Driver { return riverpgxv5.New(db.Pool) }
+
+// EnqueueInstallationSync implements httpserver.Enqueuer.
+func (c *Client) EnqueueInstallationSync(ctx context.Context, tx pgx.Tx, tenantID string) error {
+	_, err := c.EnqueueTx(ctx, tx, SyncInstallationArgs{TenantID: tenantID})
+	return err
+}
+
+// EnqueueRepositorySync implements httpserver.Enqueuer.
+func (c *Client) EnqueueRepositorySync(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) error {
+	_, err := c.EnqueueTx(ctx, tx, SyncRepositoryArgs{TenantID: tenantID, RepositoryID: repoID})
+	return err
+}
+
+// EnqueueIndex implements httpserver.Enqueuer.
+func (c *Client) EnqueueIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) error {
+	_, err := c.EnqueueTx(ctx, tx, IndexRepositoryArgs{TenantID: tenantID, RepositoryID: repoID})
+	return err
+}
+
+// Pending counts a tenant's GitHub jobs that have not finished, and those
+// that failed for good since since (for cltctl github sync --wait).
+func Pending(ctx context.Context, pool *pgxpool.Pool, tenantID string, since time.Time) (pending, failed int, err error) {
+	err = pool.QueryRow(ctx, `SELECT
+			count(*) FILTER (WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled')),
+			count(*) FILTER (WHERE state = 'discarded' AND finalized_at >= $2)
+		FROM river_job WHERE queue = $3 AND args->>'tenant_id' = $1`, tenantID, since, Queue).Scan(&pending, &failed)
+	return pending, failed, err
+}

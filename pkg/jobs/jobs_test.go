@@ -1,0 +1,70 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/codelotse/codelotse/pkg/jobs"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+)
+
+// TestOneSyncPerRepository: a second sync of a repository is not enqueued
+// while one waits, and a worker that finds the repository locked by
+// another worker snoozes instead of syncing it at the same time.
+func TestOneSyncPerRepository(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	tn, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "acme", Name: "Acme"}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var repoID int64
+	if err := env.App.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
+		r, err := postgres.AddRepository(ctx, tx, tn.ID, postgres.NewRepository{FullName: "acme/api"})
+		repoID = r.ID
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	c, err := jobs.NewInsertOnly(env.App.Pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := jobs.SyncRepositoryArgs{TenantID: tn.ID, RepositoryID: repoID}
+	first, _, err := c.Enqueue(ctx, args)
+	if err != nil || !first {
+		t.Fatalf("first enqueue: inserted=%v err=%v", first, err)
+	}
+	second, _, err := c.Enqueue(ctx, args)
+	if err != nil || second {
+		t.Fatalf("second enqueue of the same repository: inserted=%v err=%v, want a duplicate", second, err)
+	}
+	if other, _, err := c.Enqueue(ctx, jobs.SyncRepositoryArgs{TenantID: tn.ID, RepositoryID: repoID + 1}); err != nil || !other {
+		t.Fatalf("another repository: inserted=%v err=%v", other, err)
+	}
+
+	// Another worker holds the repository.
+	d := &jobs.Deps{DB: env.App}
+	unlock, err := d.LockRepository(ctx, tn.ID, repoID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.SyncRepository(ctx, args)
+	var snooze *river.JobSnoozeError
+	if !errors.As(err, &snooze) {
+		t.Fatalf("worker with the repository locked elsewhere: %v, want a snooze", err)
+	}
+	unlock()
+	// Once released, the lock can be taken again.
+	unlock2, err := d.LockRepository(ctx, tn.ID, repoID)
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	unlock2()
+}

@@ -1,0 +1,387 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/codelotse/codelotse/pkg/codeindex"
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/githubapp"
+	"github.com/codelotse/codelotse/pkg/ingest"
+	"github.com/codelotse/codelotse/pkg/postgres"
+)
+
+// Deps are what the workers need.
+type Deps struct {
+	DB     *postgres.DB
+	GitHub *githubapp.App
+	Logger *slog.Logger
+	// ClosedWindow is how far back closed pull requests are synced.
+	ClosedWindow time.Duration
+}
+
+var worker = postgres.Actor{Label: "github-sync"}
+
+// NewWorker returns a client that works the github queue with n workers.
+func NewWorker(d *Deps, n int) (*Client, error) {
+	if d.ClosedWindow == 0 {
+		d.ClosedWindow = 30 * 24 * time.Hour
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &installationWorker{d: d})
+	river.AddWorker(workers, &repositoryWorker{d: d})
+	river.AddWorker(workers, &indexWorker{d: d})
+	rc, err := river.NewClient(riverDriver(d.DB), &river.Config{
+		Logger:  quiet(d.Logger),
+		Queues:  map[string]river.QueueConfig{Queue: {MaxWorkers: n}},
+		Workers: workers,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{river: rc}, nil
+}
+
+// Start starts working jobs; Stop waits for running jobs to finish.
+func (c *Client) Start(ctx context.Context) error { return c.river.Start(ctx) }
+func (c *Client) Stop(ctx context.Context) error  { return c.river.Stop(ctx) }
+
+// installation returns the tenant's installation client.
+func (d *Deps) installation(ctx context.Context, tenantID string) (*githubapp.InstallationClient, postgres.TenantGitHub, error) {
+	var g postgres.TenantGitHub
+	err := d.DB.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		var err error
+		g, err = postgres.GetTenantGitHub(ctx, tx, tenantID)
+		return err
+	})
+	if err != nil {
+		return nil, g, err
+	}
+	if g.InstallationID == nil {
+		return nil, g, river.JobCancel(fmt.Errorf("tenant %s is not bound to a GitHub installation", g.Slug))
+	}
+	if d.GitHub == nil {
+		return nil, g, river.JobCancel(errors.New("the GitHub App is not configured (GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY_FILE)"))
+	}
+	return d.GitHub.Installation(*g.InstallationID), g, nil
+}
+
+// rateLimited snoozes a job until GitHub's limit resets instead of
+// spending an attempt.
+func rateLimited(err error) error {
+	var rl *githubapp.RateLimitError
+	if errors.As(err, &rl) {
+		wait := time.Until(rl.RetryAt)
+		if wait < time.Second {
+			wait = time.Second
+		}
+		return river.JobSnooze(wait)
+	}
+	return err
+}
+
+type installationWorker struct {
+	river.WorkerDefaults[SyncInstallationArgs]
+	d *Deps
+}
+
+func (w *installationWorker) Work(ctx context.Context, job *river.Job[SyncInstallationArgs]) error {
+	tid := job.Args.TenantID
+	inst, g, err := w.d.installation(ctx, tid)
+	if err != nil {
+		return err
+	}
+	accountID, _, err := inst.Account(ctx)
+	if err != nil {
+		return rateLimited(err)
+	}
+	if g.AccountID != nil && *g.AccountID != accountID {
+		return river.JobCancel(fmt.Errorf("installation %d now belongs to another account (%d, bound to %d)", *g.InstallationID, accountID, *g.AccountID))
+	}
+	repos, err := inst.Repositories(ctx)
+	if err != nil {
+		return rateLimited(err)
+	}
+	var ids []int64
+	var keep []int64
+	err = w.d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		if err := postgres.SetTenantGitHubAccount(ctx, tx, tid, accountID); err != nil {
+			return err
+		}
+		for _, r := range repos {
+			id, err := postgres.UpsertGitHubRepository(ctx, tx, tid, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
+			if err != nil {
+				return err
+			}
+			ids, keep = append(ids, id), append(keep, r.ID)
+		}
+		_, err := postgres.RemoveGitHubRepositoriesExcept(ctx, tx, tid, keep, worker)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// One job per repository: a failing repository fails only its own job.
+	client := river.ClientFromContext[pgx.Tx](ctx)
+	for _, id := range ids {
+		if _, err := client.Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: id}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type repositoryWorker struct {
+	river.WorkerDefaults[SyncRepositoryArgs]
+	d *Deps
+}
+
+func (w *repositoryWorker) Work(ctx context.Context, job *river.Job[SyncRepositoryArgs]) error {
+	return w.d.SyncRepository(ctx, job.Args)
+}
+
+// SyncRepository is the work of a SyncRepositoryArgs job.
+func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) error {
+	tid, rid := args.TenantID, args.RepositoryID
+	unlock, err := d.LockRepository(ctx, tid, rid)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	inst, _, err := d.installation(ctx, tid)
+	if err != nil {
+		return err
+	}
+	repo, err := d.repository(ctx, tid, rid)
+	if err != nil {
+		return err
+	}
+	prs, err := inst.PullRequests(ctx, repo.FullName, time.Now().Add(-d.ClosedWindow))
+	if err != nil {
+		return rateLimited(err)
+	}
+	for _, pr := range prs {
+		reviews, err := inst.Reviews(ctx, repo.FullName, pr.Number)
+		if err != nil {
+			return rateLimited(err)
+		}
+		comments, err := inst.ReviewComments(ctx, repo.FullName, pr.Number)
+		if err != nil {
+			return rateLimited(err)
+		}
+		for _, imp := range reviewImports(repo.FullName, pr, reviews, comments) {
+			if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+				_, err := ingest.Import(ctx, tx, tid, imp, worker)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	alerts, err := inst.CodeScanningAlerts(ctx, repo.FullName)
+	if err != nil {
+		return rateLimited(err)
+	}
+	if alerts != nil {
+		imp := alertImport(repo.FullName, alerts)
+		if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+			_, err := ingest.Import(ctx, tx, tid, imp, worker)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	_, err = river.ClientFromContext[pgx.Tx](ctx).Insert(ctx, IndexRepositoryArgs{TenantID: tid, RepositoryID: rid}, nil)
+	return err
+}
+
+type indexWorker struct {
+	river.WorkerDefaults[IndexRepositoryArgs]
+	d *Deps
+}
+
+func (w *indexWorker) Timeout(*river.Job[IndexRepositoryArgs]) time.Duration { return 30 * time.Minute }
+
+func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryArgs]) error {
+	tid, rid := job.Args.TenantID, job.Args.RepositoryID
+	unlock, err := w.d.LockRepository(ctx, tid, rid)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	inst, _, err := w.d.installation(ctx, tid)
+	if err != nil {
+		return err
+	}
+	repo, err := w.d.repository(ctx, tid, rid)
+	if err != nil {
+		return err
+	}
+	head, err := inst.HeadCommit(ctx, repo.FullName, repo.DefaultBranch)
+	if err != nil {
+		return rateLimited(err)
+	}
+	if head == repo.IndexedCommit {
+		return nil // already indexed at this commit
+	}
+	rc, err := inst.Archive(ctx, repo.FullName, head)
+	if err != nil {
+		return rateLimited(err)
+	}
+	defer rc.Close()
+	snap, err := codeindex.ReadTarball(rc, head)
+	if err != nil {
+		return err
+	}
+	return w.d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		_, err := ingest.Index(ctx, tx, tid, rid, snap, worker)
+		return err
+	})
+}
+
+func (d *Deps) repository(ctx context.Context, tid string, id int64) (codelotse.Repository, error) {
+	var r codelotse.Repository
+	err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		var err error
+		r, err = postgres.RepositoryByID(ctx, tx, tid, id)
+		return err
+	})
+	if codelotse.ErrorCode(err) == codelotse.NotFound {
+		return r, river.JobCancel(err) // removed since the job was queued
+	}
+	return r, err
+}
+
+// LockRepository holds a session advisory lock for one repository of one
+// tenant for the whole job, so two workers never sync or index the same
+// repository at once; a held lock snoozes the job instead of waiting.
+func (d *Deps) LockRepository(ctx context.Context, tid string, id int64) (func(), error) {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "codelotse-repo:%s:%d", tid, id)
+	key := int64(h.Sum64())
+	conn, err := d.DB.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, err
+	}
+	if !ok {
+		conn.Release()
+		return nil, river.JobSnooze(15 * time.Second)
+	}
+	return func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", key)
+		conn.Release()
+	}, nil
+}
+
+// reviewImports turns a pull request's GitHub reviews and their inline
+// comments into one import per review. Each inline comment that starts a
+// thread becomes a finding at its path and lines; replies belong to their
+// thread and are not findings of their own.
+func reviewImports(fullName string, pr githubapp.PullRequest, reviews []githubapp.Review, comments []githubapp.ReviewComment) []codelotse.ReviewImport {
+	p := &codelotse.PullRequest{Number: pr.Number, Title: pr.Title, Author: pr.Author, State: pr.State,
+		BaseRef: pr.Base, HeadRef: pr.Head, HeadSHA: pr.HeadSHA, URL: pr.URL}
+	var out []codelotse.ReviewImport
+	for _, rv := range reviews {
+		imp := codelotse.ReviewImport{Repository: fullName, PullRequest: p, Source: "github",
+			Review: codelotse.Review{ExternalID: fmt.Sprintf("github:review:%d", rv.ID), CommitSHA: rv.CommitID,
+				Status: strings.ToLower(rv.State), Summary: rv.Body, Author: rv.Author, CreatedAt: rv.SubmittedAt}}
+		for _, c := range comments {
+			if c.ReviewID != rv.ID || c.InReplyTo != nil {
+				continue
+			}
+			imp.Findings = append(imp.Findings, commentFinding(c))
+		}
+		out = append(out, imp)
+	}
+	return out
+}
+
+func commentFinding(c githubapp.ReviewComment) codelotse.Finding {
+	f := codelotse.Finding{RuleKey: "github/review-comment", Severity: codelotse.SeverityMedium, Status: codelotse.StatusOpen,
+		Path: c.Path, Title: firstLine(c.Body), Body: c.Body, Fingerprint: fmt.Sprintf("github-comment:%d", c.ID),
+		CommitSHA: c.CommitID, Source: "github"}
+	line, start := c.Line, c.StartLine
+	if c.Outdated {
+		// The code the comment was made on has changed: keep it, at its
+		// original place and commit, marked resolved.
+		f.Status, f.CommitSHA, line = codelotse.StatusResolved, c.OriginalCommitID, c.OriginalLine
+		start = nil
+	}
+	if start == nil {
+		start = line
+	}
+	f.StartLine, f.EndLine = start, line
+	return f
+}
+
+// alertImport turns code-scanning alerts into the findings of one
+// repository-level review.
+func alertImport(fullName string, alerts []githubapp.Alert) codelotse.ReviewImport {
+	imp := codelotse.ReviewImport{Repository: fullName, Source: "github:code-scanning",
+		Review: codelotse.Review{ExternalID: "github:code-scanning", Status: "completed", Author: "GitHub code scanning",
+			Summary: fmt.Sprintf("%d code-scanning alerts.", len(alerts))}}
+	for _, a := range alerts {
+		status := codelotse.StatusOpen
+		switch a.State {
+		case "dismissed":
+			status = codelotse.StatusDismissed
+		case "fixed":
+			status = codelotse.StatusResolved
+		}
+		title := a.RuleDescription
+		if title == "" {
+			title = a.RuleName
+		}
+		if title == "" {
+			title = a.RuleID
+		}
+		f := codelotse.Finding{RuleKey: a.Tool + "/" + a.RuleID, Severity: alertSeverity(a.Severity), Status: status, Path: a.Path,
+			Title: title, Body: a.Message, Fingerprint: fmt.Sprintf("github-alert:%d", a.Number), CommitSHA: a.CommitSHA, Source: "github:code-scanning"}
+		if a.StartLine > 0 {
+			s, e := a.StartLine, max(a.EndLine, a.StartLine)
+			f.StartLine, f.EndLine = &s, &e
+		}
+		imp.Findings = append(imp.Findings, f)
+	}
+	return imp
+}
+
+// alertSeverity maps GitHub's security severity (critical, high, medium,
+// low) or rule severity (error, warning, note, none).
+func alertSeverity(s string) codelotse.Severity {
+	switch strings.ToLower(s) {
+	case "critical":
+		return codelotse.SeverityCritical
+	case "high", "error":
+		return codelotse.SeverityHigh
+	case "medium", "warning":
+		return codelotse.SeverityMedium
+	case "low", "note":
+		return codelotse.SeverityLow
+	}
+	return codelotse.SeverityInfo
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:117]) + "…"
+	}
+	if s == "" {
+		s = "Review comment"
+	}
+	return s
+}
