@@ -144,7 +144,7 @@ func TestGitHubSync(t *testing.T) {
 
 	// Webhooks.
 	payload := map[string]any{"action": "opened", "installation": map[string]any{"id": 3001},
-		"repository": map[string]any{"id": 4001, "full_name": "acme-org/api", "default_branch": "main"},
+		"repository":   map[string]any{"id": 4001, "full_name": "acme-org/api", "default_branch": "main"},
 		"pull_request": map[string]any{"number": 8}}
 	before := jobCount(t, s)
 	if code, _ := deliver(t, s, "wrong-secret", "pull_request", "d-1", payload); code != 401 {

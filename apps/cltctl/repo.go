@@ -23,17 +23,9 @@ func cmdRepoAdd(e *env, args []string) error {
 	if err := need("tenant", *slug, "full-name", *full); err != nil {
 		return err
 	}
-	db, err := e.admin()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tid, err := e.tenant(db, *slug)
-	if err != nil {
-		return err
-	}
 	var r codelotse.Repository
-	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+	var err error
+	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
 		r, err = postgres.AddRepository(e.ctx, tx, tid, postgres.NewRepository{FullName: *full, DefaultBranch: *branch, Private: *private, URL: *url})
 		return err
 	})
@@ -56,16 +48,7 @@ func cmdRepoGrant(e *env, args []string) error {
 	if err := need("tenant", *slug, "email", *email, "full-name", *full); err != nil {
 		return err
 	}
-	db, err := e.admin()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tid, err := e.tenant(db, *slug)
-	if err != nil {
-		return err
-	}
-	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+	err := e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
 		u, err := postgres.UserByEmail(e.ctx, tx, tid, *email)
 		if err != nil {
 			return err

@@ -37,16 +37,7 @@ func cmdRuleAdd(e *env, args []string) error {
 			globs = append(globs, g)
 		}
 	}
-	db, err := e.admin()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tid, err := e.tenant(db, *slug)
-	if err != nil {
-		return err
-	}
-	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
 		var repoID *int64
 		if *repo != "" {
 			r, err := postgres.RepositoryByName(e.ctx, tx, tid, *repo)

@@ -59,17 +59,8 @@ func cmdTenantSetMCP(e *env, args []string) error {
 	if err != nil {
 		return usageError{fmt.Sprintf("--enabled must be true or false, not %q", *enabled)}
 	}
-	db, err := e.admin()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tid, err := e.tenant(db, *slug)
-	if err != nil {
-		return err
-	}
 	var changed bool
-	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
 		changed, err = postgres.SetMCPEnabled(e.ctx, tx, tid, on, operator)
 		return err
 	})

@@ -112,16 +112,7 @@ func cmdTokenRevoke(e *env, args []string) error {
 	if err := need("tenant", *slug, "id", *id); err != nil {
 		return err
 	}
-	db, err := e.admin()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tid, err := e.tenant(db, *slug)
-	if err != nil {
-		return err
-	}
-	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+	if err := e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
 		return postgres.RevokeToken(e.ctx, tx, tid, *id, "", operator)
 	}); err != nil {
 		return err
@@ -141,17 +132,9 @@ func cmdTokenList(e *env, args []string) error {
 	if err := need("tenant", *slug); err != nil {
 		return err
 	}
-	db, err := e.admin()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tid, err := e.tenant(db, *slug)
-	if err != nil {
-		return err
-	}
 	var list []codelotse.Token
-	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+	var err error
+	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
 		uid := ""
 		if *email != "" {
 			u, err := postgres.UserByEmail(e.ctx, tx, tid, *email)

@@ -29,17 +29,8 @@ func cmdUserAdd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := e.admin()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tid, err := e.tenant(db, *slug)
-	if err != nil {
-		return err
-	}
 	var u codelotse.User
-	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
 		u, err = postgres.UpsertLocalUser(e.ctx, tx, tid, *email, *name, r, e.now)
 		return err
 	})
@@ -61,16 +52,7 @@ func cmdUserDelete(e *env, args []string) error {
 	if err := need("tenant", *slug, "email", *email); err != nil {
 		return err
 	}
-	db, err := e.admin()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tid, err := e.tenant(db, *slug)
-	if err != nil {
-		return err
-	}
-	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+	if err := e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
 		return postgres.DeleteUser(e.ctx, tx, tid, *email, operator)
 	}); err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/codelotse/codelotse/pkg/logfilter"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -154,26 +155,8 @@ func (c *Client) Wait(ctx context.Context, id int64) (string, error) {
 	}
 }
 
-// quiet passes only River's warnings and errors.
-func quiet(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return nil
-	}
-	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
-}
-
-type minLevel struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= m.min && m.Handler.Enabled(ctx, l)
-}
-func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
-	return minLevel{m.Handler.WithAttrs(a), m.min}
-}
-func (m minLevel) WithGroup(n string) slog.Handler { return minLevel{m.Handler.WithGroup(n), m.min} }
+// quiet passes only warnings and errors (see pkg/logfilter).
+func quiet(l *slog.Logger) *slog.Logger { return logfilter.AtLeast(l, slog.LevelWarn) }
 
 func riverDriver(db *postgres.DB) *riverpgxv5.Driver { return riverpgxv5.New(db.Pool) }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/logfilter"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/shape"
 )
@@ -184,26 +185,5 @@ func Handler(logger *slog.Logger) http.Handler {
 // NewSchemaCache returns a cache to share across per-request servers.
 func NewSchemaCache() *mcp.SchemaCache { return mcp.NewSchemaCache() }
 
-// quiet returns a logger that passes only warnings and errors: the SDK logs
-// every stateless connect and disconnect at info level, which would double
-// the log volume without telling an operator anything.
-func quiet(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return nil
-	}
-	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
-}
-
-type minLevel struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= m.min && m.Handler.Enabled(ctx, l)
-}
-
-func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
-	return minLevel{m.Handler.WithAttrs(a), m.min}
-}
-func (m minLevel) WithGroup(n string) slog.Handler { return minLevel{m.Handler.WithGroup(n), m.min} }
+// quiet passes only warnings and errors (see pkg/logfilter).
+func quiet(l *slog.Logger) *slog.Logger { return logfilter.AtLeast(l, slog.LevelWarn) }
