@@ -96,6 +96,13 @@ func TestGitHubSync(t *testing.T) {
 	s.startWorker(workerLogs, env...)
 	s.startWorker(&syncBuffer{}, env...) // a second worker on the same database
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled", "--github-installation", "3001")
+	// Every listing pages (one item per page, Link headers), and GitHub
+	// answers a secondary rate limit and a 429 on the way: the sync waits
+	// them out and completes.
+	gh.SetMaxPerPage(1)
+	gh.SetRetryAfter(time.Second)
+	gh.FailNextOn("/installation/repositories", githubtest.SecondaryRateLimit)
+	gh.FailNextOn("/repos/acme-org/api/pulls", githubtest.TooManyRequests)
 	if out, errOut, code := s.cltctlRun("github", "sync", "--tenant", "acme", "--wait", "--timeout", "2m"); code != 0 {
 		t.Fatalf("github sync: %s %s\nworker:\n%s", out, errOut, workerLogs.String())
 	}
@@ -177,5 +184,21 @@ func TestGitHubSync(t *testing.T) {
 	if resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "sign in to CodeLotse to refresh access") {
 		t.Errorf("after member_removed: %d %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
-	_ = gh
+	// Two repositories at one per page, one of the pages asked twice
+	// because of the secondary limit; the pull requests likewise.
+	var repoPages, pullPages, secondPages int
+	for _, r := range gh.Requests() {
+		switch {
+		case strings.Contains(r, "/installation/repositories"):
+			repoPages++
+		case strings.Contains(r, "/repos/acme-org/api/pulls?"):
+			pullPages++
+		}
+		if strings.Contains(r, "page=2") {
+			secondPages++
+		}
+	}
+	if repoPages < 3 || pullPages < 2 || secondPages == 0 {
+		t.Errorf("requests: %d repository listings (want ≥ 3: two pages and a retry), %d pull listings, %d second pages", repoPages, pullPages, secondPages)
+	}
 }
