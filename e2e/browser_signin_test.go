@@ -53,7 +53,8 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 	// on her token, which no mapping covers any more.
 	op.SetUserGroups("alice", []string{"contractors"})
 	op.SignInAs("alice")
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.url+"/logout"), chromedp.Navigate(s.url+"/t/acme/login"), chromedp.WaitVisible(chromedp.CSS(`h1`))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.url+"/logout"), chromedp.Click(chromedp.CSS(`main form[action="/logout"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#tokens`)), chromedp.Navigate(s.url+"/t/acme/login"), chromedp.WaitVisible(chromedp.CSS(`h1`))); err != nil {
 		t.Fatal(err)
 	}
 	if resp, _ := post(t, s, listCall, with(legacy, "Authorization", "Bearer "+secret)); resp.StatusCode != 401 {
@@ -63,7 +64,8 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 	// A provider that does not send the groups claim gets a clear answer.
 	op.OmitGroups(true)
 	op.SignInAs("alice")
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.url+"/logout"), chromedp.Navigate(s.url+"/t/acme/login"), chromedp.WaitVisible(chromedp.CSS(`h1`))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.url+"/logout"), chromedp.Click(chromedp.CSS(`main form[action="/logout"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#tokens`)), chromedp.Navigate(s.url+"/t/acme/login"), chromedp.WaitVisible(chromedp.CSS(`h1`))); err != nil {
 		t.Fatal(err)
 	}
 	if text := pageText(t, ctx); !strings.Contains(text, `did not send the groups claim "groups"`) {
@@ -118,7 +120,8 @@ func TestBrowserGitHubSignIn(t *testing.T) {
 		t.Fatalf("expired membership: %d %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
 	gh.SignInAs(1001)
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.url+"/logout"), chromedp.Navigate(s.url+"/t/acme/login"), chromedp.WaitVisible(chromedp.CSS(`#list-h`))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.url+"/logout"), chromedp.Click(chromedp.CSS(`main form[action="/logout"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#tokens`)), chromedp.Navigate(s.url+"/t/acme/login"), chromedp.WaitVisible(chromedp.CSS(`#list-h`))); err != nil {
 		t.Fatal(err)
 	}
 	if resp, body := post(t, s, listCall, with(legacy, "Authorization", "Bearer "+secret)); resp.StatusCode != 200 {

@@ -174,6 +174,15 @@ func TestGitHubSync(t *testing.T) {
 		t.Errorf("a redelivery enqueued another job: %d new jobs", n-before)
 	}
 
+	// The event header is not signed: a signed body replayed under another
+	// event name (here "team", which would expire everyone) is refused.
+	if code, _ := deliver(t, s, webhookSecret, "team", "d-x", payload); code != 400 {
+		t.Errorf("signed pull_request body sent as a team event: %d, want 400", code)
+	}
+	if resp, _ := post(t, s, listCall, with(legacy, "Authorization", "Bearer "+tok)); resp.StatusCode != 200 {
+		t.Errorf("a refused relabelled delivery expired memberships: %d", resp.StatusCode)
+	}
+
 	code, status := deliver(t, s, webhookSecret, "organization", "d-3", map[string]any{"action": "member_removed",
 		"installation": map[string]any{"id": 3001}, "organization": map[string]any{"id": 2001, "login": "acme-org"},
 		"membership": map[string]any{"user": map[string]any{"id": 1001, "login": "octocat"}, "role": "member", "state": "active"}})

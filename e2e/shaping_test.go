@@ -63,12 +63,26 @@ func TestSecretsNeverLeak(t *testing.T) {
 	for _, sec := range secrets {
 		ask("get_file_contents", map[string]any{"repository": "acme/api", "path": "secrets/" + sec.Name + ".txt"})
 		ask("search_code", map[string]any{"query": sec.Name, "limit": 100, "context": 2})
+		if n := strings.Count(sec.Line, "\n"); n > 2 {
+			// A window that starts inside a multi-line secret, and searches
+			// that hit its middle lines.
+			ask("get_file_contents", map[string]any{"repository": "acme/api", "path": "secrets/" + sec.Name + ".txt", "start_line": 2 + n/2})
+			mid := strings.Split(sec.Line, "\n")[n/2]
+			ask("search_code", map[string]any{"query": mid[:12], "case_sensitive": true, "limit": 100, "context": 5})
+		}
 	}
 
 	for _, sec := range secrets {
 		for i, a := range answers {
 			if strings.Contains(a, sec.Secret) {
 				t.Errorf("secret %s leaked in answer %d", sec.Name, i)
+			}
+			// A multi-line secret (a private key) must not leak line by line.
+			for _, line := range strings.Split(sec.Secret, "\n") {
+				if line = strings.TrimSpace(line); len(line) >= 16 && !strings.HasPrefix(line, "-----") && strings.Contains(a, line) {
+					t.Errorf("a line of secret %s leaked in answer %d", sec.Name, i)
+					break
+				}
 			}
 			// Also a JSON-escaped form (the secret inside a JSON string).
 			if esc := strings.ReplaceAll(sec.Secret, `"`, `\"`); esc != sec.Secret && strings.Contains(a, esc) {

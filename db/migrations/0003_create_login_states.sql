@@ -13,6 +13,9 @@ CREATE TABLE login_states (
     verifier     text NOT NULL DEFAULT '',
     nonce        text NOT NULL DEFAULT '',
     return_to    text NOT NULL DEFAULT '',
+    -- SHA-256 of the value of the browser's sign-in cookie: a callback is
+    -- accepted only in the browser that started the sign-in (login CSRF).
+    browser_hash bytea,
     created_at   timestamptz NOT NULL DEFAULT now(),
     expires_at   timestamptz NOT NULL,
     used_at      timestamptz,

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -61,13 +62,35 @@ func HashValue(v string) []byte {
 	return h[:]
 }
 
-// SplitValue returns the tenant id of a "<tenant>.<secret>" value.
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// SplitValue returns the tenant id of a "<tenant>.<secret>" value; values
+// that are not of that shape are refused before they reach the database.
 func SplitValue(v string) (tenantID string, ok bool) {
 	t, secret, ok := strings.Cut(v, ".")
-	if !ok || len(t) != 36 || len(secret) < 40 || len(v) > 200 {
+	if !ok || !uuidRE.MatchString(t) || len(secret) < 40 || len(v) > 200 {
 		return "", false
 	}
 	return t, true
+}
+
+// LoginCookieName is the cookie that binds a sign-in to its browser.
+func (s *Sessions) LoginCookieName() string {
+	if s.Secure {
+		return "__Host-codelotse_login"
+	}
+	return "codelotse_login"
+}
+
+// LoginCookie returns a fresh binding value and its cookie (10 minutes).
+func (s *Sessions) LoginCookie() (string, *http.Cookie) {
+	v := NewSecret()
+	return v, &http.Cookie{Name: s.LoginCookieName(), Value: v, Path: "/", MaxAge: 600, Secure: s.Secure, HttpOnly: true, SameSite: http.SameSiteLaxMode}
+}
+
+// ClearLoginCookie removes the binding cookie.
+func (s *Sessions) ClearLoginCookie() *http.Cookie {
+	return &http.Cookie{Name: s.LoginCookieName(), Value: "", Path: "/", MaxAge: -1, Secure: s.Secure, HttpOnly: true, SameSite: http.SameSiteLaxMode}
 }
 
 // Start creates a session for the user in tx (a new secret every time: the

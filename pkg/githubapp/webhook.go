@@ -42,8 +42,8 @@ func ParseWebhook(secret []byte, h http.Header, body []byte) (WebhookEvent, erro
 		return ev, ErrBadSignature
 	}
 	ev.Event, ev.DeliveryID = h.Get(github.EventTypeHeader), h.Get(github.DeliveryIDHeader)
-	if ev.Event == "" || ev.DeliveryID == "" {
-		return ev, errors.New("webhook without X-GitHub-Event or X-GitHub-Delivery")
+	if ev.Event == "" || ev.DeliveryID == "" || len(ev.DeliveryID) > 100 || len(ev.Event) > 100 {
+		return ev, errors.New("webhook without a valid X-GitHub-Event or X-GitHub-Delivery")
 	}
 	payload, err := github.ParseWebHook(ev.Event, body)
 	if err != nil {
@@ -60,6 +60,12 @@ func ParseWebhook(secret []byte, h http.Header, body []byte) (WebhookEvent, erro
 		if i != nil {
 			ev.InstallationID = i.GetID()
 		}
+	}
+	// X-GitHub-Event is not covered by the signature: a signed body sent
+	// with another event name must not be read as that event. Each event's
+	// own object must be in the payload.
+	if !consistent(payload) {
+		return ev, ErrEventMismatch
 	}
 	switch p := payload.(type) {
 	case *github.InstallationEvent:
@@ -117,4 +123,38 @@ func ParseWebhook(secret []byte, h http.Header, body []byte) (WebhookEvent, erro
 		ev.Action = "added"
 	}
 	return ev, nil
+}
+
+// ErrEventMismatch means a delivery's body is not of the event its
+// X-GitHub-Event header names.
+var ErrEventMismatch = errors.New("the payload does not match X-GitHub-Event")
+
+func consistent(payload any) bool {
+	switch p := payload.(type) {
+	case *github.InstallationEvent:
+		return p.Installation != nil
+	case *github.InstallationRepositoriesEvent:
+		return p.Installation != nil && p.RepositorySelection != nil
+	case *github.PullRequestEvent:
+		return p.PullRequest != nil
+	case *github.PullRequestReviewEvent:
+		return p.Review != nil
+	case *github.PullRequestReviewCommentEvent:
+		return p.Comment != nil
+	case *github.CodeScanningAlertEvent:
+		return p.Alert != nil
+	case *github.PushEvent:
+		return p.Ref != nil && p.Repo != nil
+	case *github.OrganizationEvent:
+		return p.Organization != nil && p.Action != nil
+	case *github.MemberEvent:
+		return p.Member != nil && p.Repo != nil
+	case *github.MembershipEvent:
+		return p.Member != nil && p.Team != nil
+	case *github.TeamEvent:
+		return p.Team != nil
+	case *github.TeamAddEvent:
+		return p.Team != nil && p.Repo != nil
+	}
+	return true
 }

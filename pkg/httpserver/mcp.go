@@ -104,9 +104,12 @@ func (s *Server) mcpPost(c echo.Context) error {
 	rec := &recorder{header: http.Header{}}
 	s.mcp.ServeHTTP(rec, inner)
 	if msg.Method != "" && !strings.HasPrefix(msg.Method, "notifications/") {
-		op := telemetry.MCPOperation{Method: msg.Method, ProtocolVersion: msg.protocolVersion(r.Header), ErrorType: outcome(rec.status, rec.body.Bytes())}
+		// Client-supplied names are bounded to known values so that metric
+		// series cannot be multiplied by a client.
+		op := telemetry.MCPOperation{Method: known(msg.Method, mcpMethods), ProtocolVersion: known(msg.protocolVersion(r.Header), protocolVersions),
+			ErrorType: outcome(rec.status, rec.body.Bytes())}
 		if msg.Method == "tools/call" {
-			op.Tool = msg.Params.Name
+			op.Tool = known(msg.Params.Name, mcpserver.ToolNames())
 		}
 		s.tel.RecordMCP(ctx, op, time.Since(start))
 		endSpan(op)
@@ -298,4 +301,24 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// mcpMethods are the MCP methods a client may send to this server.
+var mcpMethods = []string{"initialize", "ping", "server/discover", "tools/list", "tools/call", "resources/list",
+	"resources/templates/list", "resources/read", "prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
+	"subscriptions/listen", "resources/subscribe", "resources/unsubscribe"}
+
+var protocolVersions = mcpserver.ProtocolVersions
+
+// known returns v when it is in list, else "_OTHER".
+func known(v string, list []string) string {
+	if v == "" {
+		return ""
+	}
+	for _, x := range list {
+		if x == v {
+			return v
+		}
+	}
+	return "_OTHER"
 }

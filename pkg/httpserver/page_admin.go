@@ -3,6 +3,7 @@ package httpserver
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -151,9 +152,8 @@ func (s *Server) adminSaveIdP(c echo.Context) error {
 	scopes := strings.Fields(c.FormValue("scopes"))
 	enabled := c.FormValue("enabled") == "true"
 	return s.adminDo(c, "Identity provider saved.", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
-		u, err := url.Parse(issuer)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return codelotse.Errorf(codelotse.Invalid, "The issuer must be an absolute URL such as https://login.example.com.")
+		if !issuerAllowed(issuer) {
+			return codelotse.Errorf(codelotse.Invalid, "The issuer must be an https URL such as https://login.example.com (plain http only on this machine's loopback).")
 		}
 		if clientID == "" {
 			return codelotse.Errorf(codelotse.Invalid, "The client id is required.")
@@ -241,6 +241,25 @@ func contains(list []string, s string) bool {
 		if x == s {
 			return true
 		}
+	}
+	return false
+}
+
+// issuerAllowed accepts https issuers, and http only on loopback (a
+// development provider): the server fetches the issuer's discovery
+// document, so an admin must not be able to point it at internal plain-http
+// services.
+func issuerAllowed(issuer string) bool {
+	u, err := url.Parse(issuer)
+	if err != nil || u.Host == "" || u.User != nil {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		ip := net.ParseIP(u.Hostname())
+		return u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback())
 	}
 	return false
 }

@@ -78,3 +78,11 @@ func (s *Server) logout(c echo.Context) error {
 	}
 	return c.Redirect(http.StatusSeeOther, "/")
 }
+
+// logoutPage is GET /logout: a confirmation form. Signing out changes
+// state, so it happens only on POST, behind the cross-origin check; a
+// cross-site link cannot sign anyone out.
+func (s *Server) logoutPage(c echo.Context) error {
+	noStore(c)
+	return s.render(c, http.StatusOK, "logout.html", s.data(c, "Sign out", nil))
+}

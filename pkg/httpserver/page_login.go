@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"crypto/hmac"
 	"errors"
 	"fmt"
 	"net/http"
@@ -29,11 +30,14 @@ func (s *Server) login(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	tid := c.Get(keyTenantID).(string)
+	// The sign-in is bound to this browser: the callback needs this cookie.
+	binding, bindCookie := s.cfg.Sessions.LoginCookie()
+	bindHash := authn.HashValue(binding)
 	var target string
 	err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
 		if p, err := postgres.IdentityProviderByIssuer(ctx, tx, tid, ""); err == nil && p.Enabled && s.cfg.OIDC != nil {
 			value, nonce, verifier := tid+"."+authn.NewSecret(), oidc.NewNonce(), oidc.NewVerifier()
-			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: "oidc", IdPID: p.ID, Verifier: verifier, Nonce: nonce}, signInTTL); err != nil {
+			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: "oidc", IdPID: p.ID, Verifier: verifier, Nonce: nonce, BrowserHash: bindHash}, signInTTL); err != nil {
 				return err
 			}
 			target, err = s.cfg.OIDC.AuthURL(ctx, s.oidcProvider(p), value, nonce, verifier)
@@ -45,7 +49,7 @@ func (s *Server) login(c echo.Context) error {
 		}
 		if g.InstallationID != nil && s.cfg.GitHub != nil {
 			value, verifier := tid+"."+authn.NewSecret(), githubapp.NewVerifier()
-			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: "github", Verifier: verifier}, signInTTL); err != nil {
+			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: "github", Verifier: verifier, BrowserHash: bindHash}, signInTTL); err != nil {
 				return err
 			}
 			target = s.cfg.GitHub.AuthCodeURL(value, verifier)
@@ -59,6 +63,7 @@ func (s *Server) login(c echo.Context) error {
 	if target == "" {
 		return s.page(c, http.StatusServiceUnavailable, "Sign-in not configured", "This organisation has no sign-in configured yet. Ask an operator for a sign-in link.")
 	}
+	c.SetCookie(bindCookie)
 	return c.Redirect(http.StatusFound, target)
 }
 
@@ -89,6 +94,12 @@ func (s *Server) callbackState(c echo.Context, kind string) (string, postgres.Lo
 	if st.Kind != kind {
 		return "", st, codelotse.Errorf(codelotse.Invalid, "The sign-in attempt is not valid; start again.")
 	}
+	// Login CSRF: only the browser that started the sign-in may finish it.
+	bc, err := c.Cookie(s.cfg.Sessions.LoginCookieName())
+	if err != nil || len(st.BrowserHash) == 0 || !hmac.Equal(authn.HashValue(bc.Value), st.BrowserHash) {
+		return "", st, codelotse.Errorf(codelotse.Invalid, "This sign-in was started in another browser (or its cookie expired); start again.")
+	}
+	c.SetCookie(s.cfg.Sessions.ClearLoginCookie())
 	return tid, st, nil
 }
 
@@ -134,7 +145,7 @@ func (s *Server) oidcCallback(c echo.Context) error {
 	}
 	var cookie *http.Cookie
 	err = s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		u, err := postgres.UpsertOIDCUser(ctx, tx, tid, p.ID, claims.Subject, claims.Email, claims.Name)
+		u, err := postgres.UpsertOIDCUser(ctx, tx, tid, p.ID, claims.Subject, claims.Email, claims.Name, claims.EmailVerified)
 		if err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ func (s *Server) routes() {
 	// Authorization header; every state change passes the cross-origin check.
 	e.GET("/auth/link", s.linkPage)
 	e.POST("/auth/link", s.linkSignIn, s.crossOrigin)
-	e.GET("/logout", s.logout)
+	e.GET("/logout", s.logoutPage)
 	e.POST("/logout", s.logout, s.crossOrigin)
 	t := e.Group("/t/:slug", s.crossOrigin, s.tenantSession)
 	t.GET("/login", s.login)

@@ -189,8 +189,9 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			c.Error(err)
 		}
+		method := known(c.Request().Method, []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 		endSpan(c.Response().Status)
-		s.tel.RecordHTTP(ctx, c.Request().Method, route, c.Response().Status, time.Since(start))
+		s.tel.RecordHTTP(ctx, method, route, c.Response().Status, time.Since(start))
 		s.cfg.Logger.Info("request",
 			"request_id", id,
 			"method", c.Request().Method,

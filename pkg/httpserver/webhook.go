@@ -44,6 +44,7 @@ func (s *Server) githubWebhook(c echo.Context) error {
 		return c.JSON(http.StatusUnauthorized, map[string]string{"error": "bad signature"})
 	}
 	if err != nil {
+		s.cfg.Logger.Warn("webhook refused", "err", err)
 		return c.JSON(http.StatusBadRequest, map[string]string{"error": err.Error()})
 	}
 	if ev.InstallationID == 0 {

@@ -71,3 +71,22 @@ func (s *session) shaper(ctx context.Context) *shape.Shaper {
 	}
 	return s.deps.Shaper.WithRedactor(secretscan.Chain{s.deps.Shaper.Redactor(), known})
 }
+
+// linesRedactor is implemented by the base redactor (pkg/secretscan).
+type linesRedactor interface {
+	RedactLines([]string) ([]string, map[string]int)
+}
+
+// redactLines redacts secrets spanning lines of a window of a file before
+// the lines are returned one per string, and adds the counts to into.
+func (s *session) redactLines(lines []string, into map[string]int) []string {
+	lr, ok := s.deps.Shaper.Redactor().(linesRedactor)
+	if !ok {
+		return lines
+	}
+	out, counts := lr.RedactLines(lines)
+	for k, n := range counts {
+		into[k] += n
+	}
+	return out
+}

@@ -86,6 +86,15 @@ type tool struct {
 	run                      func(ctx context.Context, s *session, args json.RawMessage) (shape.Doc, error)
 }
 
+// ToolNames lists the names of the tools.
+func ToolNames() []string {
+	var out []string
+	for _, t := range tools() {
+		out = append(out, t.name)
+	}
+	return out
+}
+
 // tools lists every tool, in the order tools/list shows them.
 func tools() []tool {
 	return []tool{listRepositories, getPullRequestReview, searchFindings, getRules, getFixPrompt, searchCode, getFileContents}

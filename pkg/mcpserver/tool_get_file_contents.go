@@ -88,8 +88,10 @@ func runGetFileContents(ctx context.Context, s *session, raw json.RawMessage) (s
 		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "start_line %d is past the end of the file (%d lines).", from, f.LineCount)
 	}
 	last := f.FirstLine + len(f.Lines) - 1
-	items := make([]any, len(f.Lines))
-	for i, l := range f.Lines {
+	redactions := map[string]int{}
+	lines := s.redactLines(f.Lines, redactions)
+	items := make([]any, len(lines))
+	for i, l := range lines {
 		items[i] = fmt.Sprintf("%d: %s", f.FirstLine+i, l)
 	}
 	doc := shape.Doc{
@@ -101,10 +103,11 @@ func runGetFileContents(ctx context.Context, s *session, raw json.RawMessage) (s
 			{Key: "total_lines", Value: f.LineCount},
 			{Key: "start_line", Value: f.FirstLine},
 		},
-		ListKey:   "lines",
-		Items:     items,
-		CursorKey: "next_start_line",
-		Cursor:    func(i int) any { return f.FirstLine + i + 1 },
+		ListKey:    "lines",
+		Items:      items,
+		Redactions: redactions,
+		CursorKey:  "next_start_line",
+		Cursor:     func(i int) any { return f.FirstLine + i + 1 },
 	}
 	if last < f.LineCount && (in.EndLine == nil || last < *in.EndLine) {
 		doc.NextCursor = last + 1

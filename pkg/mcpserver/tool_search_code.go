@@ -130,6 +130,7 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 
 	start := time.Now()
 	var matches []codeMatch
+	redactions := map[string]int{}
 	after := pos.Chunk - 1 // re-read the cursor's chunk, skipping lines up to pos.Line
 	if pos.Chunk == 0 {
 		after = 0
@@ -149,7 +150,7 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 			if !pf.Match(c.Path) {
 				continue
 			}
-			lines := strings.Split(c.Content, "\n")
+			lines := s.redactLines(strings.Split(c.Content, "\n"), redactions)
 			from, to := codeindex.Owned(c.StartLine, c.EndLine, c.LineCount)
 			for n := from; n <= to; n++ {
 				if c.ChunkID == pos.Chunk && n <= pos.Line {
@@ -195,9 +196,10 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 			{Key: "query", Value: in.Query},
 			{Key: "regex", Value: in.Regex},
 		},
-		ListKey: "matches",
-		Items:   items,
-		Cursor:  cursorAt,
+		ListKey:    "matches",
+		Items:      items,
+		Cursor:     cursorAt,
+		Redactions: redactions,
 	}
 	switch {
 	case more:

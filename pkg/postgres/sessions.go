@@ -19,13 +19,15 @@ type LoginState struct {
 	Verifier string
 	Nonce    string
 	ReturnTo string
+	// BrowserHash binds a sign-in to the browser that started it.
+	BrowserHash []byte
 }
 
 // CreateLoginState stores a state whose secret hashes to hash.
 func CreateLoginState(ctx context.Context, tx pgx.Tx, tenantID string, hash []byte, st LoginState, ttl time.Duration) error {
-	_, err := tx.Exec(ctx, `INSERT INTO login_states (tenant_id, secret_hash, kind, user_id, idp_id, verifier, nonce, return_to, expires_at)
-		VALUES ($1, $2, $3, nullif($4, '')::uuid, nullif($5, '')::uuid, $6, $7, $8, now() + $9::interval)`,
-		tenantID, hash, st.Kind, st.UserID, st.IdPID, st.Verifier, st.Nonce, st.ReturnTo, ttl.String())
+	_, err := tx.Exec(ctx, `INSERT INTO login_states (tenant_id, secret_hash, kind, user_id, idp_id, verifier, nonce, return_to, browser_hash, expires_at)
+		VALUES ($1, $2, $3, nullif($4, '')::uuid, nullif($5, '')::uuid, $6, $7, $8, $9, now() + $10::interval)`,
+		tenantID, hash, st.Kind, st.UserID, st.IdPID, st.Verifier, st.Nonce, st.ReturnTo, st.BrowserHash, ttl.String())
 	return err
 }
 
@@ -36,8 +38,8 @@ func ConsumeLoginState(ctx context.Context, tx pgx.Tx, tenantID string, hash []b
 	var uid, idp *string
 	err := tx.QueryRow(ctx, `UPDATE login_states SET used_at = now()
 		WHERE tenant_id = $1 AND secret_hash = $2 AND used_at IS NULL AND expires_at > now()
-		RETURNING id::text, kind, user_id::text, idp_id::text, verifier, nonce, return_to`, tenantID, hash).
-		Scan(&st.ID, &st.Kind, &uid, &idp, &st.Verifier, &st.Nonce, &st.ReturnTo)
+		RETURNING id::text, kind, user_id::text, idp_id::text, verifier, nonce, return_to, browser_hash`, tenantID, hash).
+		Scan(&st.ID, &st.Kind, &uid, &idp, &st.Verifier, &st.Nonce, &st.ReturnTo, &st.BrowserHash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, codelotse.Errorf(codelotse.NotFound, "this sign-in link or attempt is unknown, expired or already used")
 	}

@@ -103,13 +103,17 @@ func UpsertGitHubUser(ctx context.Context, tx pgx.Tx, tenantID string, githubID 
 	return u, err
 }
 
-// UpsertOIDCUser finds the tenant's user with this provider subject (or,
-// the first time, with this email) and updates them, or creates one.
-func UpsertOIDCUser(ctx context.Context, tx pgx.Tx, tenantID, idpID, subject, email, name string) (codelotse.User, error) {
+// UpsertOIDCUser finds the tenant's user with this provider subject and
+// updates them, or creates one. An existing user is linked by email only
+// when the provider verified the email and the user is not bound to another
+// identity (a provider subject or a GitHub account): an unverified email
+// claim must not take over someone else's account.
+func UpsertOIDCUser(ctx context.Context, tx pgx.Tx, tenantID, idpID, subject, email, name string, emailVerified bool) (codelotse.User, error) {
 	var u codelotse.User
 	err := tx.QueryRow(ctx, `UPDATE users SET idp_id = $2, idp_subject = $3, name = CASE WHEN $5 = '' THEN name ELSE $5 END, deleted_at = NULL
-		WHERE tenant_id = $1 AND ((idp_id = $2 AND idp_subject = $3) OR (idp_subject IS NULL AND lower(email) = lower($4)))
-		RETURNING id::text, tenant_id::text, email, name, created_at`, tenantID, idpID, subject, email, name).
+		WHERE tenant_id = $1 AND ((idp_id = $2 AND idp_subject = $3)
+			OR ($6 AND idp_subject IS NULL AND github_user_id IS NULL AND lower(email) = lower($4)))
+		RETURNING id::text, tenant_id::text, email, name, created_at`, tenantID, idpID, subject, email, name, emailVerified).
 		Scan(&u.ID, &u.TenantID, &u.Email, &u.Name, &u.CreatedAt)
 	if err == nil || !errors.Is(err, pgx.ErrNoRows) {
 		return u, err
@@ -117,8 +121,11 @@ func UpsertOIDCUser(ctx context.Context, tx pgx.Tx, tenantID, idpID, subject, em
 	err = tx.QueryRow(ctx, `INSERT INTO users (tenant_id, email, name, idp_id, idp_subject) VALUES ($1, $2, $3, $4, $5)
 		RETURNING id::text, tenant_id::text, email, name, created_at`, tenantID, email, name, idpID, subject).
 		Scan(&u.ID, &u.TenantID, &u.Email, &u.Name, &u.CreatedAt)
-	if isCheckViolation(err) {
-		return u, codelotse.Errorf(codelotse.Invalid, "the identity provider sent no usable email address")
+	switch {
+	case isCheckViolation(err):
+		return u, codelotse.Errorf(codelotse.Invalid, "Your identity provider sent no usable email address.")
+	case isUniqueViolation(err, "users_tenant_email"):
+		return u, codelotse.Errorf(codelotse.Invalid, "Another account of this organisation uses the email %s, and your identity provider did not verify it for you. Ask an admin.", email)
 	}
 	return u, err
 }

@@ -30,11 +30,28 @@ func (r *Redactor) Find(s string) []Found {
 	label := map[[32]byte]int{}
 	for _, sp := range r.rs.find(s, sc) {
 		secret := strings.Trim(s[sp.start:sp.end], "\"'` \t\r\n")
-		if len(secret) < minKnownLen || strings.ContainsAny(secret, "\n") {
-			continue // multi-line blocks (private keys) are matched by pattern
+		rule := r.rs.rules[sp.rule]
+		if strings.Contains(secret, "\n") {
+			// A multi-line block (a private key): remember every inner
+			// line, so that any excerpt of it — a file window starting in
+			// the middle, a search snippet — is redacted line by line.
+			for _, line := range strings.Split(secret, "\n") {
+				line = strings.TrimSpace(line)
+				if len(line) < minKnownLen || strings.HasPrefix(line, "-----") {
+					continue
+				}
+				h := sha256.Sum256([]byte(line))
+				if _, ok := index[h]; !ok {
+					index[h], label[h] = len(out), rule.label
+					out = append(out, Found{RuleID: rule.id, Fingerprint: h, Length: len(line)})
+				}
+			}
+			continue
+		}
+		if len(secret) < minKnownLen {
+			continue
 		}
 		h := sha256.Sum256([]byte(secret))
-		rule := r.rs.rules[sp.rule]
 		if i, ok := index[h]; ok {
 			// The same value under several rules: name it as Redact does.
 			if rule.label > label[h] {

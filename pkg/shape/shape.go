@@ -54,6 +54,9 @@ type Doc struct {
 	Cursor func(i int) any
 	// CursorKey names the continuation key (default "next_cursor").
 	CursorKey string
+	// Redactions were already made by the tool (secrets spanning lines of
+	// a window); they are added to the result's counts.
+	Redactions map[string]int
 }
 
 // Field is one key of the document head.
@@ -97,6 +100,9 @@ func (s *Shaper) WithMax(n int) *Shaper { c := *s; c.max = n; return &c }
 // Shape sanitises, redacts, caps and fences d.
 func (s *Shaper) Shape(d Doc) (Result, error) {
 	counts := map[string]int{}
+	for k, n := range d.Redactions {
+		counts[k] += n
+	}
 	head := make([]json.RawMessage, len(d.Head))
 	for i, f := range d.Head {
 		raw, err := s.clean(f.Value, counts)
