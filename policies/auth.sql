@@ -128,3 +128,16 @@ $$;
 ALTER FUNCTION tenant_id_by_installation(bigint) OWNER TO {{auth}};
 REVOKE ALL ON FUNCTION tenant_id_by_installation(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION tenant_id_by_installation(bigint) TO {{app}};
+
+-- Purpose worker.schedule: the periodic sync enqueues one installation sync
+-- per tenant bound to an installation. Returns only tenant ids.
+CREATE OR REPLACE FUNCTION tenants_with_installation()
+RETURNS SETOF uuid
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public
+AS $$
+    SELECT id FROM public.tenants WHERE github_installation_id IS NOT NULL ORDER BY id
+$$;
+ALTER FUNCTION tenants_with_installation() OWNER TO {{auth}};
+REVOKE ALL ON FUNCTION tenants_with_installation() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION tenants_with_installation() TO {{app}};

@@ -70,7 +70,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("WORKER_CONCURRENCY must be 1 to 100")
 		}
 	}
-	w, err := jobs.NewWorker(&jobs.Deps{DB: db, GitHub: app, Logger: logger}, n)
+	every := time.Hour
+	if v := getenv("GITHUB_SYNC_INTERVAL"); v != "" {
+		if every, err = time.ParseDuration(v); err != nil || (every != 0 && every < time.Minute) {
+			return fmt.Errorf("GITHUB_SYNC_INTERVAL must be a duration of at least 1m (or 0 to switch the periodic sync off)")
+		}
+	}
+	if app == nil {
+		every = 0
+	}
+	w, err := jobs.NewWorker(&jobs.Deps{DB: db, GitHub: app, Logger: logger, SyncEvery: every}, n)
 	if err != nil {
 		return err
 	}

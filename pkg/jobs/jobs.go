@@ -73,6 +73,16 @@ func (IndexRepositoryArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: Queue, UniqueOpts: unique, MaxAttempts: 5}
 }
 
+// SyncAllArgs enqueues an installation sync for every tenant bound to an
+// installation; the worker schedules it periodically, so data that webhooks
+// missed (lost deliveries, downtime) is caught up.
+type SyncAllArgs struct{}
+
+func (SyncAllArgs) Kind() string { return "github.sync_all" }
+func (SyncAllArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, UniqueOpts: unique, MaxAttempts: 3}
+}
+
 // Migrate creates or updates River's tables, owned by the owner role: it
 // connects with adminURL and acts as owner for the whole run.
 func Migrate(ctx context.Context, adminURL, ownerRole string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -67,4 +68,53 @@ func TestOneSyncPerRepository(t *testing.T) {
 		t.Fatalf("lock after release: %v", err)
 	}
 	unlock2()
+}
+
+// TestSyncAllEnqueuesBoundTenants: the periodic job enqueues one
+// installation sync per tenant bound to an installation, and none for the
+// others.
+func TestSyncAllEnqueuesBoundTenants(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	inst := int64(777)
+	bound, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "bound", Name: "Bound", GitHubInstallationID: &inst}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "local", Name: "Local"}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := jobs.NewWorker(&jobs.Deps{DB: env.App}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	if _, _, err := w.Enqueue(ctx, jobs.SyncAllArgs{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var tenants []string
+		rows, err := env.Admin.Pool.Query(ctx, `SELECT args->>'tenant_id' FROM river_job WHERE kind = 'github.sync_installation'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tenants, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tenants) > 0 {
+			if len(tenants) != 1 || tenants[0] != bound.ID {
+				t.Fatalf("installation syncs enqueued for %v, want only %s", tenants, bound.ID)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no installation sync was enqueued")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

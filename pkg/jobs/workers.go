@@ -26,6 +26,8 @@ type Deps struct {
 	Logger *slog.Logger
 	// ClosedWindow is how far back closed pull requests are synced.
 	ClosedWindow time.Duration
+	// SyncEvery schedules a full sync of every tenant (0: never).
+	SyncEvery time.Duration
 }
 
 var worker = postgres.Actor{Label: "github-sync"}
@@ -39,10 +41,17 @@ func NewWorker(d *Deps, n int) (*Client, error) {
 	river.AddWorker(workers, &installationWorker{d: d})
 	river.AddWorker(workers, &repositoryWorker{d: d})
 	river.AddWorker(workers, &indexWorker{d: d})
+	river.AddWorker(workers, &syncAllWorker{d: d})
+	var periodic []*river.PeriodicJob
+	if d.SyncEvery > 0 {
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(d.SyncEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return SyncAllArgs{}, nil }, &river.PeriodicJobOpts{ID: "github.sync_all"}))
+	}
 	rc, err := river.NewClient(riverDriver(d.DB), &river.Config{
-		Logger:  quiet(d.Logger),
-		Queues:  map[string]river.QueueConfig{Queue: {MaxWorkers: n}},
-		Workers: workers,
+		Logger:       quiet(d.Logger),
+		Queues:       map[string]river.QueueConfig{Queue: {MaxWorkers: n}},
+		Workers:      workers,
+		PeriodicJobs: periodic,
 	})
 	if err != nil {
 		return nil, err
@@ -133,6 +142,25 @@ func (w *installationWorker) Work(ctx context.Context, job *river.Job[SyncInstal
 	client := river.ClientFromContext[pgx.Tx](ctx)
 	for _, id := range ids {
 		if _, err := client.Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: id}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type syncAllWorker struct {
+	river.WorkerDefaults[SyncAllArgs]
+	d *Deps
+}
+
+func (w *syncAllWorker) Work(ctx context.Context, job *river.Job[SyncAllArgs]) error {
+	tenants, err := w.d.DB.TenantsWithInstallation(ctx)
+	if err != nil {
+		return err
+	}
+	client := river.ClientFromContext[pgx.Tx](ctx)
+	for _, tid := range tenants {
+		if _, err := client.Insert(ctx, SyncInstallationArgs{TenantID: tid}, nil); err != nil {
 			return err
 		}
 	}

@@ -183,3 +183,13 @@ func RepositoryIDByGitHubID(ctx context.Context, tx pgx.Tx, tenantID string, git
 	}
 	return id, err == nil, err
 }
+
+// TenantsWithInstallation lists the tenants bound to a GitHub installation
+// (purpose worker.schedule).
+func (db *DB) TenantsWithInstallation(ctx context.Context) ([]string, error) {
+	rows, err := db.Pool.Query(ctx, "SELECT id::text FROM tenants_with_installation() AS id")
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
