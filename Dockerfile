@@ -3,9 +3,9 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
-RUN go mod download
+RUN GOWORK=off go mod download
 COPY . .
-RUN CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags="-s -w" -o /out/ ./apps/api ./apps/worker ./apps/cltctl
+RUN CGO_ENABLED=0 GOWORK=off GOFLAGS=-buildvcs=false go build -trimpath -ldflags="-s -w" -o /out/ ./apps/api ./apps/worker ./apps/cltctl
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/ /usr/local/bin/
