@@ -98,18 +98,11 @@ func cmdIdPMap(e *env, args []string) error {
 		return err
 	}
 	return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		p, err := postgres.IdentityProviderByIssuer(e.ctx, tx, tid, *issuer)
+		p, repoID, err := providerAndRepo(e, tx, tid, *issuer, *repo)
 		if err != nil {
 			return err
 		}
-		m := codelotse.GroupMapping{Group: *group, Role: r}
-		if *repo != "" {
-			rp, err := postgres.RepositoryByName(e.ctx, tx, tid, *repo)
-			if err != nil {
-				return err
-			}
-			m.RepositoryID = &rp.ID
-		}
+		m := codelotse.GroupMapping{Group: *group, Role: r, RepositoryID: repoID}
 		if err := postgres.AddGroupMapping(e.ctx, tx, tid, p.ID, m, operator); err != nil {
 			return err
 		}
@@ -142,17 +135,9 @@ func cmdIdPUnmap(e *env, args []string) error {
 		}
 	}
 	return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		p, err := postgres.IdentityProviderByIssuer(e.ctx, tx, tid, *issuer)
+		p, repoID, err := providerAndRepo(e, tx, tid, *issuer, *repo)
 		if err != nil {
 			return err
-		}
-		var repoID *int64
-		if *repo != "" {
-			rp, err := postgres.RepositoryByName(e.ctx, tx, tid, *repo)
-			if err != nil {
-				return err
-			}
-			repoID = &rp.ID
 		}
 		n, err := postgres.RemoveGroupMappings(e.ctx, tx, tid, p.ID, *group, *role, repoID, operator)
 		if err != nil {
@@ -227,4 +212,18 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// providerAndRepo resolves the --issuer and optional --repo flags of the
+// mapping commands.
+func providerAndRepo(e *env, tx pgx.Tx, tid, issuer, repo string) (postgres.IdentityProvider, *int64, error) {
+	p, err := postgres.IdentityProviderByIssuer(e.ctx, tx, tid, issuer)
+	if err != nil || repo == "" {
+		return p, nil, err
+	}
+	rp, err := postgres.RepositoryByName(e.ctx, tx, tid, repo)
+	if err != nil {
+		return p, nil, err
+	}
+	return p, &rp.ID, nil
 }

@@ -197,16 +197,21 @@ func peekMessage(body []byte) (rpcMessage, map[string]any) {
 	fail := func(code int, msg string) map[string]any {
 		return map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}}
 	}
-	if !json.Valid(trimmed) {
+	// One decode both validates the JSON and reads the message (this runs
+	// on every /mcp request).
+	err := json.Unmarshal(trimmed, &m)
+	var se *json.SyntaxError
+	switch {
+	case len(trimmed) == 0 || errors.As(err, &se):
 		return m, fail(-32700, "Parse error: the body is not valid JSON.")
-	}
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		return m, nil
-	}
-	if err := json.Unmarshal(trimmed, &m); err != nil {
+	case trimmed[0] == '[':
+		if !json.Valid(trimmed) {
+			return m, fail(-32700, "Parse error: the body is not valid JSON.")
+		}
+		return m, nil // a batch: the SDK judges it by protocol version
+	case err != nil:
 		return m, fail(-32600, "Invalid request: expected a JSON-RPC 2.0 message object.")
-	}
-	if m.JSONRPC != "2.0" {
+	case m.JSONRPC != "2.0":
 		return m, fail(-32600, `Invalid request: "jsonrpc" must be "2.0".`)
 	}
 	return m, nil
