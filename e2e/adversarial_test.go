@@ -5,7 +5,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 )
@@ -189,5 +188,4 @@ func TestAdversarialTenancy(t *testing.T) {
 	}
 	t.Logf("adversarial tenancy matrix: %d tools × %d repository references × %d token states = %d calls", len(tools), len(refs), len(states), cells)
 	fmt.Printf("adversarial tenancy matrix: %d tools × %d repository references × %d token states = %d calls\n", len(tools), len(refs), len(states), cells)
-	_ = regexp.MustCompile
 }

@@ -138,6 +138,7 @@ func TestBrowserTokenLifecycle(t *testing.T) {
 		}
 	}
 	screenshot(t, ctx, "mcp-access-created.png")
+	checkAccessible(t, ctx, "MCP access page")
 
 	// The token works with the MCP SDK client.
 	cs := connect(t, s.url+"/mcp", secret, "")
@@ -204,6 +205,10 @@ func TestBrowserTokenLifecycle(t *testing.T) {
 		t.Errorf("admin page after switching MCP off:\n%s", text)
 	}
 	screenshot(t, ctx2, "admin.png")
+	if html := pageHTML(t, ctx2); strings.Contains(html, secret) || strings.Contains(html, fresh) {
+		t.Error("a token secret appears on the admin page")
+	}
+	checkAccessible(t, ctx2, "admin page")
 	if resp, _ := post(t, s, listCall, with(legacy, "Authorization", "Bearer "+fresh)); resp.StatusCode != 401 {
 		t.Errorf("MCP off: status %d, want 401", resp.StatusCode)
 	}
@@ -226,4 +231,34 @@ func pageHTML(t *testing.T, ctx context.Context) string {
 		t.Fatal(err)
 	}
 	return html
+}
+
+// checkAccessible checks what a screen-reader and keyboard user relies on:
+// one h1, every visible form control labelled (a <label for>, a wrapping
+// label or aria-label), every button with a name, and no positive
+// tabindex that would break the keyboard order.
+func checkAccessible(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	problems, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const p = [];
+		if (document.querySelectorAll("h1").length !== 1) p.push("expected exactly one h1");
+		for (const el of document.querySelectorAll("input, select, textarea")) {
+			if (el.type === "hidden") continue;
+			const labelled = (el.id && document.querySelector('label[for="' + el.id + '"]')) || el.closest("label") || el.getAttribute("aria-label");
+			if (!labelled) p.push("unlabelled " + el.tagName.toLowerCase() + " " + (el.name || el.id));
+		}
+		for (const b of document.querySelectorAll("button")) {
+			if (!(b.textContent.trim() || b.getAttribute("aria-label"))) p.push("button without a name");
+		}
+		for (const el of document.querySelectorAll("[tabindex]")) {
+			if (el.tabIndex > 0) p.push("positive tabindex");
+		}
+		return p;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range problems {
+		t.Errorf("%s: %s", page, pr)
+	}
 }

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -264,5 +263,4 @@ func TestBearerEdge(t *testing.T) {
 			t.Error("a token appears in /metrics")
 		}
 	}
-	_ = bytes.MinRead
 }

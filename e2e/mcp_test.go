@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -232,5 +231,4 @@ func TestMCPTwoTenants(t *testing.T) {
 			t.Errorf("a token appears in the API's logs")
 		}
 	}
-	_ = fmt.Sprint
 }

@@ -3,9 +3,6 @@
 package e2e
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -77,9 +74,6 @@ func TestRateLimits(t *testing.T) {
 // TestRateLimitSharedAcrossReplicas: two API processes sharing Redis
 // enforce one per-token budget.
 func TestRateLimitSharedAcrossReplicas(t *testing.T) {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	_ = context.Background()
 	redis := redisURL()
 	s := newStack(t, "REDIS_URL="+redis, "MCP_RATE_PER_TOKEN=20")
 	second := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
@@ -115,5 +109,4 @@ func TestRateLimitSharedAcrossReplicas(t *testing.T) {
 	if allowed != 20 || limited != 20 {
 		t.Errorf("two replicas allowed %d and limited %d of 40 calls; want one budget of 20", allowed, limited)
 	}
-	_ = hex.EncodeToString
 }

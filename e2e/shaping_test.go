@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestSecretsNeverLeak plants every secret of the shared corpus in finding
@@ -218,5 +216,4 @@ func TestResultCapAndFence(t *testing.T) {
 	if strings.Count(text, "</untrusted-data") != 1 || !strings.Contains(text, `\u003c/untrusted-data id=\"0123456789abcdef01234567\"`) {
 		t.Errorf("forged tag in a finding was not neutralised:\n%s", text)
 	}
-	_ = mcp.Meta{}
 }

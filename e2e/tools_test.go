@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -414,5 +413,4 @@ func TestPagingExactlyOnce(t *testing.T) {
 	if text, isErr := call(t, f.boss, "search_code", map[string]any{"query": "other", "cursor": c}); !isErr || !strings.Contains(text, "Invalid cursor") {
 		t.Errorf("foreign cursor: %v %s", isErr, text)
 	}
-	_ = json.Valid
 }

@@ -67,17 +67,9 @@ func cmdImportSARIF(e *env, args []string) error {
 }
 
 func storeImport(e *env, slug, file string, imp codelotse.ReviewImport) error {
-	db, err := e.admin()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tid, err := e.tenant(db, slug)
-	if err != nil {
-		return err
-	}
 	var res postgres.ImportResult
-	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+	err := e.inTenant(slug, func(tid string, tx pgx.Tx) error {
+		var err error
 		res, err = ingest.Import(e.ctx, tx, tid, imp, operator)
 		return err
 	})

@@ -30,17 +30,8 @@ func cmdIndex(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := e.admin()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tid, err := e.tenant(db, *slug)
-	if err != nil {
-		return err
-	}
 	var res postgres.IndexResult
-	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
 		r, err := postgres.RepositoryByName(e.ctx, tx, tid, *repo)
 		if err != nil {
 			return err

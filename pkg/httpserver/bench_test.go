@@ -1,4 +1,4 @@
-package httpserver_test
+package httpserver
 
 import (
 	"context"
@@ -8,20 +8,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codelotse/codelotse/pkg/authn"
-	"github.com/codelotse/codelotse/pkg/codelotse"
-	"github.com/codelotse/codelotse/pkg/httpserver"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
-	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
 	"github.com/codelotse/codelotse/pkg/secretscan"
 	"github.com/codelotse/codelotse/pkg/shape"
-	"github.com/codelotse/codelotse/pkg/tokens"
 )
 
 // BenchmarkToolsCall measures one tools/call over HTTP end to end — bearer
@@ -31,41 +25,12 @@ import (
 // run. See docs/benchmarks.md.
 func BenchmarkToolsCall(b *testing.B) {
 	env := pgtest.New(b)
-	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	tn, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "acme", Name: "Acme", MCPEnabled: true}, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	secret := tokens.Generate()
-	err = env.Admin.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
-		u, err := postgres.UpsertLocalUser(ctx, tx, tn.ID, "dev@acme.test", "", codelotse.RoleMember, time.Now())
-		if err != nil {
-			return err
-		}
-		for _, name := range []string{"acme/api", "acme/web", "acme/cli"} {
-			r, err := postgres.AddRepository(ctx, tx, tn.ID, postgres.NewRepository{FullName: name})
-			if err != nil {
-				return err
-			}
-			if err := postgres.GrantRepository(ctx, tx, tn.ID, u.ID, r.ID); err != nil {
-				return err
-			}
-			if _, err := postgres.UpsertRule(ctx, tx, tn.ID, &r.ID, codelotse.Rule{Key: "k", Title: "Rule of " + name, Severity: codelotse.SeverityHigh, Instructions: "Check the thing carefully."}); err != nil {
-				return err
-			}
-		}
-		exp, _ := tokens.ExpiresAt(time.Now(), 30)
-		_, err = postgres.CreateToken(ctx, tx, tn.ID, postgres.NewToken{UserID: u.ID, Name: "bench", Secret: secret, ExpiresAt: exp}, time.Now(), postgres.Actor{Label: "bench"})
-		return err
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	secret := seedMember(b, env, "acme/api", "acme/web", "acme/cli").Secret
 
 	bearer := &authn.Bearer{DB: env.App, Logger: quiet}
-	srv, err := httpserver.New(httpserver.Config{
+	srv, err := New(Config{
 		PublicURL: "http://127.0.0.1", DB: env.App, Bearer: bearer, Logger: quiet,
 		MCP: &mcpserver.Deps{DB: env.App, Shaper: shape.New(secretscan.New()), Logger: quiet, SchemaCache: mcpserver.NewSchemaCache()},
 	})

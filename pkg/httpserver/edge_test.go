@@ -27,28 +27,54 @@ import (
 	"github.com/codelotse/codelotse/pkg/tokens"
 )
 
-// edgeFixture is a server on a real database with one valid token.
-func edgeFixture(t *testing.T, limiter ratelimit.Limiter, logs io.Writer) (*Server, string) {
+// member is a seeded tenant "acme" (MCP on) with member dev@acme.test,
+// granted repos (each with a rule), and one valid token.
+type member struct {
+	TenantID, UserID, TokenID, Secret string
+}
+
+func seedMember(t testing.TB, env *pgtest.Env, repos ...string) member {
 	t.Helper()
-	env := pgtest.New(t)
 	ctx := context.Background()
 	tn, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "acme", Name: "Acme", MCPEnabled: true}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := tokens.Generate()
+	m := member{TenantID: tn.ID, Secret: tokens.Generate()}
 	err = env.Admin.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
 		u, err := postgres.UpsertLocalUser(ctx, tx, tn.ID, "dev@acme.test", "", codelotse.RoleMember, time.Now())
 		if err != nil {
 			return err
 		}
+		m.UserID = u.ID
+		for _, name := range repos {
+			r, err := postgres.AddRepository(ctx, tx, tn.ID, postgres.NewRepository{FullName: name})
+			if err != nil {
+				return err
+			}
+			if err := postgres.GrantRepository(ctx, tx, tn.ID, u.ID, r.ID); err != nil {
+				return err
+			}
+			if _, err := postgres.UpsertRule(ctx, tx, tn.ID, &r.ID, codelotse.Rule{Key: "k", Title: "Rule of " + name, Severity: codelotse.SeverityHigh, Instructions: "Check the thing carefully."}); err != nil {
+				return err
+			}
+		}
 		exp, _ := tokens.ExpiresAt(time.Now(), 30)
-		_, err = postgres.CreateToken(ctx, tx, tn.ID, postgres.NewToken{UserID: u.ID, Name: "t", Secret: secret, ExpiresAt: exp}, time.Now(), postgres.Actor{Label: "test"})
+		tk, err := postgres.CreateToken(ctx, tx, tn.ID, postgres.NewToken{UserID: u.ID, Name: "t", Secret: m.Secret, ExpiresAt: exp}, time.Now(), postgres.Actor{Label: "test"})
+		m.TokenID = tk.ID
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// edgeFixture is a server on a real database with one valid token.
+func edgeFixture(t *testing.T, limiter ratelimit.Limiter, logs io.Writer) (*Server, string) {
+	t.Helper()
+	env := pgtest.New(t)
+	secret := seedMember(t, env).Secret
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	bearer := &authn.Bearer{DB: env.App, Logger: logger}
 	t.Cleanup(bearer.Wait)
@@ -141,26 +167,8 @@ func TestTelemetryCarriesNoIdentity(t *testing.T) {
 	var logs bytes.Buffer
 	env := pgtest.New(t)
 	ctx := context.Background()
-	tn, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "acme", Name: "Acme", MCPEnabled: true}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret := tokens.Generate()
-	var userID, tokenID string
-	err = env.Admin.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
-		u, err := postgres.UpsertLocalUser(ctx, tx, tn.ID, "dev@acme.test", "", codelotse.RoleMember, time.Now())
-		if err != nil {
-			return err
-		}
-		userID = u.ID
-		exp, _ := tokens.ExpiresAt(time.Now(), 30)
-		tk, err := postgres.CreateToken(ctx, tx, tn.ID, postgres.NewToken{UserID: u.ID, Name: "t", Secret: secret, ExpiresAt: exp}, time.Now(), postgres.Actor{Label: "test"})
-		tokenID = tk.ID
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := seedMember(t, env)
+	secret := m.Secret
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	tel, rec := telemetry.NewRecorded()
 	bearer := &authn.Bearer{DB: env.App, Logger: logger}
@@ -199,11 +207,11 @@ func TestTelemetryCarriesNoIdentity(t *testing.T) {
 		}
 	}
 	digest := hex.EncodeToString(tokens.Hash(secret))
-	for _, bad := range []string{secret, secret[4:], digest, tn.ID, userID, tokenID, "dev@acme.test", "acme"} {
+	for _, bad := range []string{secret, secret[4:], digest, m.TenantID, m.UserID, m.TokenID, "dev@acme.test", "acme"} {
 		if strings.Contains(dump, bad) {
 			t.Errorf("telemetry contains an identity (%.12s…):\n%s", bad, dump)
 		}
-		if bad != "acme" && bad != tn.ID && strings.Contains(logs.String(), bad) && bad != tokenID {
+		if bad != "acme" && bad != m.TenantID && strings.Contains(logs.String(), bad) && bad != m.TokenID {
 			t.Errorf("logs contain %.12s…", bad)
 		}
 	}

@@ -168,6 +168,13 @@ func outcome(status int, body []byte) string {
 	if status >= 400 {
 		return strconv.Itoa(status)
 	}
+	// Fast path for the common success: tool text is a JSON string, so its
+	// quotes are escaped and cannot form these two tokens; only a real
+	// top-level error or isError result contains them. This avoids decoding
+	// every answer (up to 32 KiB) on the hot path.
+	if !bytes.Contains(body, []byte(`"error"`)) && !bytes.Contains(body, []byte(`"isError":true`)) {
+		return ""
+	}
 	var r struct {
 		Error *struct {
 			Code int `json:"code"`

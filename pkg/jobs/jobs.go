@@ -145,26 +145,6 @@ func (c *Client) EnqueueTx(ctx context.Context, tx pgx.Tx, args river.JobArgs) (
 	return !res.UniqueSkippedAsDuplicate, nil
 }
 
-// Wait waits until the job with id has finished and returns its final
-// state ("completed", or the error state) — for cltctl github sync --wait.
-func (c *Client) Wait(ctx context.Context, id int64) (string, error) {
-	for {
-		job, err := c.river.JobGet(ctx, id)
-		if err != nil {
-			return "", err
-		}
-		switch job.State {
-		case rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded:
-			return string(job.State), nil
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
 // quiet passes only warnings and errors (see pkg/logfilter).
 func quiet(l *slog.Logger) *slog.Logger { return logfilter.AtLeast(l, slog.LevelWarn) }
 

@@ -106,32 +106,20 @@ func runGetFixPrompt(ctx context.Context, s *session, raw json.RawMessage) (shap
 func relevantRules(rules []codelotse.Rule, findings []codelotse.Finding) []ruleOut {
 	out := []ruleOut{}
 	for _, r := range rules {
-		keep := false
-		for _, f := range findings {
-			if f.RuleKey == r.Key || strings.HasSuffix(f.RuleKey, "/"+r.Key) {
-				keep = true
-				break
-			}
-			for _, g := range r.PathGlobs {
-				if pf, err := codeindex.NewPathFilter(g); err == nil && f.Path != "" && pf.Match(f.Path) {
-					keep = true
-					break
-				}
-			}
-			if keep {
-				break
+		var globs []codeindex.PathFilter
+		for _, g := range r.PathGlobs {
+			if pf, err := codeindex.NewPathFilter(g); err == nil {
+				globs = append(globs, pf)
 			}
 		}
-		if keep {
-			scope := "tenant"
-			if r.RepositoryID != nil {
-				scope = "repository:" + r.RepoFullName
+		applies := func(f codelotse.Finding) bool {
+			if f.RuleKey == r.Key || strings.HasSuffix(f.RuleKey, "/"+r.Key) {
+				return true
 			}
-			globs := r.PathGlobs
-			if globs == nil {
-				globs = []string{}
-			}
-			out = append(out, ruleOut{Key: r.Key, Title: r.Title, Severity: string(r.Severity), Scope: scope, PathGlobs: globs, Instructions: r.Instructions})
+			return f.Path != "" && slices.ContainsFunc(globs, func(pf codeindex.PathFilter) bool { return pf.Match(f.Path) })
+		}
+		if slices.ContainsFunc(findings, applies) {
+			out = append(out, ruleItem(r))
 		}
 	}
 	return out

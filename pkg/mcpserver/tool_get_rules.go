@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/shape"
 )
@@ -59,19 +60,24 @@ func runGetRules(ctx context.Context, s *session, raw json.RawMessage) (shape.Do
 	}
 	items := make([]any, len(rules))
 	for i, r := range rules {
-		scope := "tenant"
-		if r.RepositoryID != nil {
-			scope = "repository:" + r.RepoFullName
-		}
-		globs := r.PathGlobs
-		if globs == nil {
-			globs = []string{}
-		}
-		items[i] = ruleOut{Key: r.Key, Title: r.Title, Severity: string(r.Severity), Scope: scope, PathGlobs: globs, Instructions: r.Instructions}
+		items[i] = ruleItem(r)
 	}
 	return shape.Doc{
 		Head:    []shape.Field{{Key: "repository", Value: repoHead}},
 		ListKey: "rules",
 		Items:   items,
 	}, nil
+}
+
+// ruleItem is how a rule appears in every tool result.
+func ruleItem(r codelotse.Rule) ruleOut {
+	scope := "tenant"
+	if r.RepositoryID != nil {
+		scope = "repository:" + r.RepoFullName
+	}
+	globs := r.PathGlobs
+	if globs == nil {
+		globs = []string{}
+	}
+	return ruleOut{Key: r.Key, Title: r.Title, Severity: string(r.Severity), Scope: scope, PathGlobs: globs, Instructions: r.Instructions}
 }

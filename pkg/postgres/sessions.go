@@ -137,10 +137,3 @@ func RevokeWebSession(ctx context.Context, tx pgx.Tx, tenantID string, hash []by
 	_, err := tx.Exec(ctx, `UPDATE web_sessions SET revoked_at = now() WHERE tenant_id = $1 AND session_hash = $2 AND revoked_at IS NULL`, tenantID, hash)
 	return err
 }
-
-// IdentityProviderEnabled reports whether a provider exists and is enabled.
-func IdentityProviderEnabled(ctx context.Context, tx pgx.Tx, tenantID, idpID string) (bool, error) {
-	var ok bool
-	err := tx.QueryRow(ctx, `SELECT coalesce((SELECT enabled FROM identity_providers WHERE tenant_id = $1 AND id = $2), false)`, tenantID, idpID).Scan(&ok)
-	return ok, err
-}

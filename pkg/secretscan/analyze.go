@@ -65,17 +65,53 @@ func runeWidth(r rune, fold bool) int {
 	return w
 }
 
+// maxBoundOf is the largest value of a per-match measure over every match
+// of re: leaf measures single-node regexps (literals, classes, any-char)
+// and returns ok=false for the rest, which are combined here — sums over
+// concatenations, maxima over alternations, products over repetitions.
+func maxBoundOf(re *syntax.Regexp, leaf func(*syntax.Regexp) (int, bool)) int {
+	if n, ok := leaf(re); ok {
+		return n
+	}
+	switch re.Op {
+	case syntax.OpCapture, syntax.OpQuest:
+		return maxBoundOf(re.Sub[0], leaf)
+	case syntax.OpStar, syntax.OpPlus:
+		return mulBound(unbounded, maxBoundOf(re.Sub[0], leaf))
+	case syntax.OpRepeat:
+		if re.Max < 0 {
+			return mulBound(unbounded, maxBoundOf(re.Sub[0], leaf))
+		}
+		return mulBound(re.Max, maxBoundOf(re.Sub[0], leaf))
+	case syntax.OpConcat:
+		n := 0
+		for _, sub := range re.Sub {
+			n = addBound(n, maxBoundOf(sub, leaf))
+		}
+		return n
+	case syntax.OpAlternate:
+		n := 0
+		for _, sub := range re.Sub {
+			n = maxBound(n, maxBoundOf(sub, leaf))
+		}
+		return n
+	}
+	return 0 // empty matches and assertions
+}
+
 // width is the largest number of bytes a match of re can span in a string
 // without fold runes. Invalid UTF-8 is matched one byte at a time, so rune
 // widths are an upper bound for it too.
-func width(re *syntax.Regexp) int {
+func width(re *syntax.Regexp) int { return maxBoundOf(re, widthLeaf) }
+
+func widthLeaf(re *syntax.Regexp) (int, bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
 		n := 0
 		for _, r := range re.Rune {
 			n += runeWidth(r, re.Flags&syntax.FoldCase != 0)
 		}
-		return n
+		return n, true
 	case syntax.OpCharClass:
 		w := 0
 		for i := 0; i+1 < len(re.Rune); i += 2 {
@@ -87,73 +123,31 @@ func width(re *syntax.Regexp) int {
 				w = max(w, utf8.RuneLen(hi))
 			}
 		}
-		return w
+		return w, true
 	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
-		return utf8.UTFMax
-	case syntax.OpCapture, syntax.OpQuest:
-		return width(re.Sub[0])
-	case syntax.OpStar, syntax.OpPlus:
-		return mulBound(unbounded, width(re.Sub[0]))
-	case syntax.OpRepeat:
-		if re.Max < 0 {
-			return mulBound(unbounded, width(re.Sub[0]))
-		}
-		return mulBound(re.Max, width(re.Sub[0]))
-	case syntax.OpConcat:
-		n := 0
-		for _, sub := range re.Sub {
-			n = addBound(n, width(sub))
-		}
-		return n
-	case syntax.OpAlternate:
-		n := 0
-		for _, sub := range re.Sub {
-			n = maxBound(n, width(sub))
-		}
-		return n
-	default: // empty matches and assertions
-		return 0
+		return utf8.UTFMax, true
 	}
+	return 0, false
 }
 
 // newlines is the largest number of '\n' a match of re can contain.
-func newlines(re *syntax.Regexp) int {
+func newlines(re *syntax.Regexp) int { return maxBoundOf(re, newlinesLeaf) }
+
+func newlinesLeaf(re *syntax.Regexp) (int, bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
-		return strings.Count(string(re.Rune), "\n")
+		return strings.Count(string(re.Rune), "\n"), true
 	case syntax.OpCharClass:
 		for i := 0; i+1 < len(re.Rune); i += 2 {
 			if re.Rune[i] <= '\n' && '\n' <= re.Rune[i+1] {
-				return 1
+				return 1, true
 			}
 		}
-		return 0
+		return 0, true
 	case syntax.OpAnyChar:
-		return 1
-	case syntax.OpCapture, syntax.OpQuest:
-		return newlines(re.Sub[0])
-	case syntax.OpStar, syntax.OpPlus:
-		return mulBound(unbounded, newlines(re.Sub[0]))
-	case syntax.OpRepeat:
-		if re.Max < 0 {
-			return mulBound(unbounded, newlines(re.Sub[0]))
-		}
-		return mulBound(re.Max, newlines(re.Sub[0]))
-	case syntax.OpConcat:
-		n := 0
-		for _, sub := range re.Sub {
-			n = addBound(n, newlines(sub))
-		}
-		return n
-	case syntax.OpAlternate:
-		n := 0
-		for _, sub := range re.Sub {
-			n = maxBound(n, newlines(sub))
-		}
-		return n
-	default:
-		return 0
+		return 1, true
 	}
+	return 0, false
 }
 
 // minWidth is the smallest number of bytes a match of re spans.

@@ -91,18 +91,6 @@ func NewKnown(found []Found) *Known {
 	return k
 }
 
-// Len is how many fingerprints the set holds.
-func (k *Known) Len() int {
-	if k == nil {
-		return 0
-	}
-	n := 0
-	for _, m := range k.byLen {
-		n += len(m)
-	}
-	return n
-}
-
 // classes are the character classes a secret's run is delimited by, from
 // strict to loose.
 var classes = []func(c byte) bool{
