@@ -341,7 +341,10 @@ func searchFindingsQuery(tenantID string, f FindingFilter) (string, []any, error
 			where += " AND (f.created_at, f.id) < (" + arg(*f.AfterTime) + ", " + arg(f.AfterID) + ")"
 		}
 	}
-	return findingsSelect + where + " ORDER BY f.created_at DESC, f.id DESC LIMIT " + arg(f.Limit), args, nil
+	// Built before the return statement: Go does not order the read of
+	// args against the call of arg in one expression list.
+	sql := findingsSelect + where + " ORDER BY f.created_at DESC, f.id DESC LIMIT " + arg(f.Limit)
+	return sql, args, nil
 }
 
 // nonNilIDs keeps "no grants" an empty array rather than NULL, for which
