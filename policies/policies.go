@@ -14,13 +14,13 @@ var Owner string
 // Admin holds the SQL applied as the administrative role: the narrow
 // cross-tenant functions and the NOLOGIN roles that own them.
 //
-//go:embed auth.sql search.sql
+//go:embed auth.sql search.sql findings.sql
 var adminFS embed.FS
 
 // Admin returns the admin-phase SQL files in the order they are applied.
 func Admin() []string {
 	var out []string
-	for _, name := range []string{"auth.sql", "search.sql"} {
+	for _, name := range []string{"auth.sql", "search.sql", "findings.sql"} {
 		b, err := adminFS.ReadFile(name)
 		if err != nil {
 			panic(err) // embedded at build time

@@ -3,6 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -191,17 +194,19 @@ func GetReview(ctx context.Context, db *DB, tenantID string, repoID int64, numbe
 	return d, err
 }
 
+const findingsSelect = `SELECT ` + findingColumns + `
+		FROM findings f
+		JOIN repositories r ON r.tenant_id = f.tenant_id AND r.id = f.repository_id
+		LEFT JOIN pull_requests p ON p.tenant_id = f.tenant_id AND p.id = f.pull_request_id
+		`
+
 const findingColumns = `f.id, f.repository_id, r.full_name, f.pull_request_id, p.number, f.review_id, f.rule_key, f.severity, f.status,
 	f.path, f.start_line, f.end_line, f.title, f.body, f.suggestion, f.fingerprint, f.commit_sha, f.source, f.created_at`
 
 func queryFindings(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }, where string, args ...any) ([]codelotse.Finding, error) {
-	rows, err := q.Query(ctx, `SELECT `+findingColumns+`
-		FROM findings f
-		JOIN repositories r ON r.tenant_id = f.tenant_id AND r.id = f.repository_id
-		LEFT JOIN pull_requests p ON p.tenant_id = f.tenant_id AND p.id = f.pull_request_id
-		`+where, args...)
+	rows, err := q.Query(ctx, findingsSelect+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -244,33 +249,111 @@ type FindingFilter struct {
 }
 
 // SearchFindings returns matching findings across the viewable
-// repositories, newest first.
+// repositories, newest first, in one round trip.
+//
+// The WHERE clause holds only the filters that are set (values are always
+// bound parameters), so each query is planned for what it asks: an
+// "($n = ” OR col = $n)" form would keep a generic plan from using the rule
+// or pull-request index. A text query goes through search_finding_ids
+// (policies/findings.sql), the only way to use the trigram index under RLS;
+// the rows themselves are still read under the tenant policy.
 func SearchFindings(ctx context.Context, db *DB, tenantID string, f FindingFilter) ([]codelotse.Finding, error) {
-	minRank := 0
-	if f.MinSeverity != "" {
-		minRank = f.MinSeverity.Rank()
+	sql, args, err := searchFindingsQuery(tenantID, f)
+	if err != nil {
+		return nil, err
 	}
 	var out []codelotse.Finding
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+	err = db.ReadTenant(ctx, tenantID, sql, args, func(rows pgx.Rows) error {
 		var err error
-		out, err = queryFindings(ctx, tx, `
-			WHERE f.tenant_id = $1
-			  AND ($2 OR f.repository_id = ANY($3))
-			  AND ($4::bigint IS NULL OR f.repository_id = $4)
-			  AND ($5 = '' OR strpos(lower(f.title || ' ' || f.body || ' ' || f.rule_key || ' ' || f.path), lower($5)) > 0)
-			  AND array_position(ARRAY['info','low','medium','high','critical'], f.severity) - 1 >= $6
-			  AND ($7 = '' OR f.status = $7)
-			  AND ($8 = '' OR f.rule_key = $8)
-			  AND ($9 = '' OR left(f.path, length($9)) = $9)
-			  AND ($10::int IS NULL OR p.number = $10)
-			  AND ($11::timestamptz IS NULL OR (f.created_at, f.id) < ($11, $12))
-			ORDER BY f.created_at DESC, f.id DESC
-			LIMIT $13`,
-			tenantID, f.Repos.All, f.Repos.IDs, f.RepoID, f.Query, minRank, f.Status, f.Rule, f.PathPrefix, f.PRNumber,
-			f.AfterTime, f.AfterID, f.Limit)
+		out, err = pgx.CollectRows(rows, scanFinding)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, fmt.Errorf("postgres.SearchFindings: %w", err)
+	}
+	return out, nil
+}
+
+// searchFindingsQuery builds SearchFindings' statement; the plan test runs
+// it under EXPLAIN.
+func searchFindingsQuery(tenantID string, f FindingFilter) (string, []any, error) {
+	if f.Limit < 1 || f.Limit > 1000 {
+		return "", nil, codelotse.Errorf(codelotse.Internal, "postgres.SearchFindings: limit %d out of range", f.Limit)
+	}
+	var severities []string
+	if f.MinSeverity != "" {
+		for _, s := range []codelotse.Severity{codelotse.SeverityInfo, codelotse.SeverityLow, codelotse.SeverityMedium, codelotse.SeverityHigh, codelotse.SeverityCritical} {
+			if s.Rank() >= f.MinSeverity.Rank() {
+				severities = append(severities, string(s))
+			}
+		}
+	}
+	if f.PRNumber != nil && f.RepoID == nil {
+		return "", nil, codelotse.Errorf(codelotse.Invalid, "pull_request needs repository: pull request numbers are per repository.")
+	}
+	args := []any{tenantID}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := "WHERE f.tenant_id = $1"
+	if f.Query != "" {
+		null := func(s string) *string {
+			if s == "" {
+				return nil
+			}
+			return &s
+		}
+		var sevArg any
+		if severities != nil {
+			sevArg = severities
+		}
+		where += " AND f.id = ANY(ARRAY(SELECT s.id FROM search_finding_ids(" + strings.Join([]string{
+			arg(f.Repos.All), arg(nonNilIDs(f.Repos.IDs)), arg(f.RepoID), arg(f.Query), arg(sevArg) + "::text[]",
+			arg(null(f.Status)), arg(null(f.Rule)), arg(null(f.PathPrefix)), arg(f.PRNumber) + "::int",
+			arg(f.AfterTime) + "::timestamptz", arg(f.AfterID), arg(f.Limit),
+		}, ", ") + ") s))"
+	} else {
+		if !f.Repos.All {
+			where += " AND f.repository_id = ANY(" + arg(nonNilIDs(f.Repos.IDs)) + ")"
+		}
+		if f.RepoID != nil {
+			where += " AND f.repository_id = " + arg(*f.RepoID)
+		}
+		if severities != nil {
+			where += " AND f.severity = ANY(" + arg(severities) + ")"
+		}
+		if f.Status != "" {
+			where += " AND f.status = " + arg(f.Status)
+		}
+		if f.Rule != "" {
+			where += " AND f.rule_key = " + arg(f.Rule)
+		}
+		if f.PathPrefix != "" {
+			n := arg(f.PathPrefix)
+			where += " AND left(f.path, length(" + n + ")) = " + n
+		}
+		if f.PRNumber != nil {
+			where += " AND f.pull_request_id = (SELECT id FROM pull_requests WHERE tenant_id = $1 AND repository_id = " +
+				arg(*f.RepoID) + " AND number = " + arg(*f.PRNumber) + ")"
+		}
+		if f.AfterTime != nil {
+			where += " AND (f.created_at, f.id) < (" + arg(*f.AfterTime) + ", " + arg(f.AfterID) + ")"
+		}
+	}
+	// Built before the return statement: Go does not order the read of
+	// args against the call of arg in one expression list.
+	sql := findingsSelect + where + " ORDER BY f.created_at DESC, f.id DESC LIMIT " + arg(f.Limit)
+	return sql, args, nil
+}
+
+// nonNilIDs keeps "no grants" an empty array rather than NULL, for which
+// "= ANY" would be NULL as well, but less obviously so.
+func nonNilIDs(ids []int64) []int64 {
+	if ids == nil {
+		return []int64{}
+	}
+	return ids
 }
 
 // FindingsOfPR returns findings of a pull request by id (ids nil: the open

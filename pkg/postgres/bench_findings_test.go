@@ -1,0 +1,125 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+)
+
+// BenchmarkSearchFindingsBigTenant measures search_findings' storage query
+// on the seeded big tenant of issue 11 (pgtest.SeedBigTenant), at the size
+// BIGTENANT_DIV gives (1 = full size: 400,000 findings; default 10), as the
+// runtime role under RLS. Each case runs the current query ("now") and the
+// query of the first version ("before": one statement with strpos and
+// "$n = ” OR …" filters), in the same run, and reports p50 and p90:
+//
+//	BIGTENANT_DIV=1 go test ./pkg/postgres -run '^$' -bench SearchFindingsBigTenant -benchtime 40x -timeout 30m
+func BenchmarkSearchFindingsBigTenant(b *testing.B) {
+	div := 10
+	if v := os.Getenv("BIGTENANT_DIV"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("BIGTENANT_DIV=%q: want a positive integer", v)
+		}
+		div = n
+	}
+	env := pgtest.New(b)
+	ctx := context.Background()
+	start := time.Now()
+	s, err := pgtest.SeedBigTenant(ctx, env.AdminURL, "big", pgtest.Scaled(div))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded 1/%d of the big tenant in %s", div, time.Since(start).Round(time.Millisecond))
+	member := postgres.RepoFilter{IDs: s.MemberRepoIDs}
+	admin := postgres.RepoFilter{All: true}
+	repo := s.MemberRepoIDs[0]
+	pr := 1
+	cases := []struct {
+		name string
+		f    postgres.FindingFilter
+	}{
+		{"query=saml/member", postgres.FindingFilter{Repos: member, Query: pgtest.RareWord, Status: "open"}},
+		{"query=saml/admin", postgres.FindingFilter{Repos: admin, Query: pgtest.RareWord, Status: "open"}},
+		{"query=error/member", postgres.FindingFilter{Repos: member, Query: pgtest.CommonWord, Status: "open"}},
+		{"rule=common/member", postgres.FindingFilter{Repos: member, Rule: "rule-7", Status: "open"}},
+		{"rule=rare/member", postgres.FindingFilter{Repos: member, Rule: pgtest.RareRule, Status: "open"}},
+		{"pull_request/member", postgres.FindingFilter{Repos: member, RepoID: &repo, PRNumber: &pr, Status: "open"}},
+		{"path=pkg/dir1/member", postgres.FindingFilter{Repos: member, PathPrefix: "pkg/dir1/", Status: "open"}},
+		{"repository/member", postgres.FindingFilter{Repos: member, RepoID: &repo, Status: "open"}},
+		{"severity=high/member", postgres.FindingFilter{Repos: member, MinSeverity: codelotse.SeverityHigh, Status: "open"}},
+	}
+	for _, tc := range cases {
+		tc.f.Limit = 21
+		for _, impl := range []string{"now", "before"} {
+			b.Run(tc.name+"/"+impl, func(b *testing.B) {
+				run := func() {
+					var err error
+					if impl == "now" {
+						_, err = postgres.SearchFindings(ctx, env.App, s.TenantID, tc.f)
+					} else {
+						err = searchFindingsBefore(ctx, env.App, s.TenantID, tc.f)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				run() // warm the plan and buffer caches
+				times := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					t0 := time.Now()
+					run()
+					times = append(times, time.Since(t0))
+				}
+				b.StopTimer()
+				slices.Sort(times)
+				b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(times[len(times)*9/10].Microseconds())/1000, "p90-ms")
+			})
+		}
+	}
+}
+
+// searchFindingsBefore is the statement SearchFindings ran before issue 11,
+// kept here only as the benchmark's baseline.
+func searchFindingsBefore(ctx context.Context, db *postgres.DB, tenantID string, f postgres.FindingFilter) error {
+	minRank := 0
+	if f.MinSeverity != "" {
+		minRank = f.MinSeverity.Rank()
+	}
+	return db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT f.id, f.title, f.body
+			FROM findings f
+			JOIN repositories r ON r.tenant_id = f.tenant_id AND r.id = f.repository_id
+			LEFT JOIN pull_requests p ON p.tenant_id = f.tenant_id AND p.id = f.pull_request_id
+			WHERE f.tenant_id = $1
+			  AND ($2 OR f.repository_id = ANY($3))
+			  AND ($4::bigint IS NULL OR f.repository_id = $4)
+			  AND ($5 = '' OR strpos(lower(f.title || ' ' || f.body || ' ' || f.rule_key || ' ' || f.path), lower($5)) > 0)
+			  AND array_position(ARRAY['info','low','medium','high','critical'], f.severity) - 1 >= $6
+			  AND ($7 = '' OR f.status = $7)
+			  AND ($8 = '' OR f.rule_key = $8)
+			  AND ($9 = '' OR left(f.path, length($9)) = $9)
+			  AND ($10::int IS NULL OR p.number = $10)
+			ORDER BY f.created_at DESC, f.id DESC
+			LIMIT $11`,
+			tenantID, f.Repos.All, f.Repos.IDs, f.RepoID, f.Query, minRank, f.Status, f.Rule, f.PathPrefix, f.PRNumber, f.Limit)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+		}
+		rows.Close()
+		return rows.Err()
+	})
+}
