@@ -58,6 +58,7 @@ func TestCapabilitiesMatchMethods(t *testing.T) {
 			})
 			wantMethodNotFound(t, "completion/complete", err)
 			if version != "2026-07-28" { // removed from the 2026-07-28 revision
+				//lint:ignore SA1019 asserting that the deprecated logging method is refused
 				wantMethodNotFound(t, "logging/setLevel", cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}))
 				wantMethodNotFound(t, "resources/subscribe", cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "file:///x"}))
 			}
