@@ -72,7 +72,12 @@ func TestConformance(t *testing.T) {
 	for _, p := range rep.problems {
 		t.Error(p)
 	}
-	for _, line := range rep.summary() {
+	if len(rep.problems) > 0 && !testing.Verbose() {
+		for _, r := range runs {
+			t.Logf("conformance %s output:\n%s", r.revision, r.output)
+		}
+	}
+	for _, line := range rep.lines {
 		t.Log(line)
 	}
 
@@ -201,7 +206,6 @@ func conformanceStack(t *testing.T) (string, *atomic.Bool) {
 			}
 			return dropKey(resp, "cacheScope")
 		},
-		ErrorLog: nil,
 	}
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", proxyPort))
 	if err != nil {
@@ -328,9 +332,9 @@ func (s suite) run(t *testing.T, endpoint, revision string) suiteRun {
 		t.Fatalf("the conformance suite (%s) did not finish in time:\n%s", revision, stdout.String())
 	}
 	r := readRun(revision, stdout.String(), out)
-	r.elapsed = time.Since(start)
-	if t.Failed() || testing.Verbose() {
-		t.Logf("conformance %s output:\n%s", revision, stdout.String())
+	r.elapsed, r.output = time.Since(start), stdout.String()
+	if testing.Verbose() {
+		t.Logf("conformance %s output:\n%s", revision, r.output)
 	}
 	return r
 }
@@ -342,6 +346,7 @@ type suiteRun struct {
 	scenarios []scenarioResult
 	problems  []string // what could not be read
 	elapsed   time.Duration
+	output    string // the suite's console output
 }
 
 type scenarioResult struct {
@@ -401,13 +406,12 @@ func readRun(revision, stdout, dir string) suiteRun {
 	return r
 }
 
-// report is the verdict over all runs.
+// report is the verdict over all runs: problems fail the test, lines are
+// the summary and the warnings.
 type report struct {
 	problems []string
 	lines    []string
 }
-
-func (r report) summary() []string { return r.lines }
 
 // notTestable is how the suite marks a check it could not exercise
 // because the server lacks the suite's diagnostic tools.
