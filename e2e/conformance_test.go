@@ -213,6 +213,11 @@ func conformanceStack(t *testing.T) (string, *atomic.Bool) {
 	}
 	ps := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
 	go ps.Serve(ln)
+	// localhost may resolve to ::1 first; serve there too where the
+	// machine has IPv6 loopback.
+	if ln6, err := net.Listen("tcp", fmt.Sprintf("[::1]:%d", proxyPort)); err == nil {
+		go ps.Serve(ln6)
+	}
 	t.Cleanup(func() { ps.Close() })
 
 	s.startAPI(s.url, s.logs, fmt.Sprintf("LISTEN_ADDR=127.0.0.1:%d", apiPort))
