@@ -154,6 +154,15 @@ func TestConformanceReportParsing(t *testing.T) {
 			}
 		})
 	}
+	// A key scenario that is excluded (or missing) fails the run however
+	// the exclusions file reads.
+	rep := evaluate([]suiteRun{{revision: "2025-11-25", declared: 1, scenarios: []scenarioResult{{name: "ping", checks: []conformanceCheck{{ID: "ping", Status: "FAILURE"}}}}}},
+		map[string]string{"ping": "contract: no"})
+	for _, name := range mustApply["2025-11-25"] {
+		if !slices.Contains(rep.problems, "2025-11-25 "+name+" must run and pass") {
+			t.Errorf("problems %q do not say that %s must run and pass", rep.problems, name)
+		}
+	}
 	if _, err := parseExclusions("tools-call-image  diagnostic\n"); err == nil {
 		t.Error("an exclusion without a reason was accepted")
 	}
