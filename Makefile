@@ -31,6 +31,10 @@ unit: ## the root module's tests only (still PostgreSQL-backed where storage is 
 e2e: ## end-to-end tests against the built binaries
 	$(GO) test -count=1 -tags e2e -v ./e2e/...
 
+.PHONY: conformance
+conformance: ## the official MCP conformance suite against the built API (part of make test; npm ci in e2e/conformance)
+	$(GO) test -count=1 -tags e2e -run 'TestConformance' -v ./e2e/
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck on both modules
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

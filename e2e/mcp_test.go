@@ -92,8 +92,11 @@ func TestMCPTwoTenants(t *testing.T) {
 			}
 			caps := dev.InitializeResult().Capabilities
 			//lint:ignore SA1019 asserting that the deprecated logging capability is not advertised
-			if caps == nil || caps.Tools == nil || caps.Tools.ListChanged || caps.Logging != nil || caps.Resources != nil || caps.Prompts != nil {
-				t.Errorf("capabilities = %+v, want tools only without listChanged", caps)
+			// Tools, plus the empty prompt and resource lists the server
+			// answers (ARCHITECTURE §6.1); nothing changes, so no listChanged.
+			if caps == nil || caps.Tools == nil || caps.Tools.ListChanged || caps.Logging != nil || caps.Completions != nil ||
+				caps.Resources == nil || caps.Resources.ListChanged || caps.Resources.Subscribe || caps.Prompts == nil || caps.Prompts.ListChanged {
+				t.Errorf("capabilities = %+v, want tools and empty prompts/resources, without listChanged", caps)
 			}
 
 			tools, err := dev.ListTools(context.Background(), nil)

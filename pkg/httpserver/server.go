@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,6 +99,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, codelotse.Errorf(codelotse.Invalid, "PUBLIC_URL %q must be an absolute http(s) URL", cfg.PublicURL)
 	}
 	origins := map[string]bool{own: true}
+	for _, o := range loopbackAliases(cfg.PublicURL) {
+		origins[o] = true
+	}
 	for _, o := range cfg.AllowedOrigins {
 		if o = strings.TrimSpace(o); o == "" {
 			continue
@@ -150,6 +154,45 @@ func origin(raw string) (string, error) {
 		host = strings.TrimSuffix(host, ":443")
 	}
 	return strings.ToLower(u.Scheme) + "://" + host, nil
+}
+
+// loopbackHosts are the names of this machine that browsers and MCP
+// clients use interchangeably for a local service.
+var loopbackHosts = []string{"localhost", "127.0.0.1", "[::1]"}
+
+// loopbackAliases returns, for a loopback PUBLIC_URL (localhost, 127.0.0.1
+// or [::1]), the same origin under the other two loopback names with the
+// same scheme and port: a local client that says localhost while
+// PUBLIC_URL says 127.0.0.1 is on the same machine talking to the same
+// service, not a DNS-rebinding page (whose Origin names its own host). Any
+// other PUBLIC_URL has no aliases.
+func loopbackAliases(publicURL string) []string {
+	u, err := url.Parse(publicURL)
+	if err != nil || !slices.Contains(loopbackHosts, hostLiteral(u)) {
+		return nil
+	}
+	var out []string
+	for _, h := range loopbackHosts {
+		a := *u
+		a.Host = h
+		if p := u.Port(); p != "" {
+			a.Host += ":" + p
+		}
+		if o, err := origin(a.String()); err == nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// hostLiteral is u's host without the port, IPv6 addresses in brackets,
+// in lower case.
+func hostLiteral(u *url.URL) string {
+	h := strings.ToLower(u.Hostname())
+	if strings.Contains(h, ":") {
+		return "[" + h + "]"
+	}
+	return h
 }
 
 // recoverer turns a panic in a handler into a logged stack and a 500

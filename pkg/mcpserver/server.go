@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"runtime/debug"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
@@ -61,14 +62,13 @@ type session struct {
 // unknown name registers nothing, so the SDK answers "unknown tool".
 func New(d *Deps, p codelotse.Principal, g codelotse.Grants, only ...string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "codelotse", Title: "CodeLotse", Version: Version}, &mcp.ServerOptions{
-		Instructions: Instructions,
-		// Explicit capabilities: tools without listChanged (the list never
-		// changes within a stateless request), no logging.
-		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
+		Instructions:              Instructions,
+		Capabilities:              Capabilities(),
 		SchemaCache:               d.SchemaCache,
 		SupportedProtocolVersions: ProtocolVersions,
 		Logger:                    quiet(d.Logger),
 	})
+	s.AddReceivingMiddleware(refuseUndeclared)
 	sess := &session{deps: d, principal: p, grants: g}
 	for _, t := range tools() {
 		if len(only) > 0 && only[0] != t.name {
@@ -77,6 +77,37 @@ func New(d *Deps, p codelotse.Principal, g codelotse.Grants, only ...string) *mc
 		s.AddTool(t.def(), sess.wrap(t))
 	}
 	return s
+}
+
+// Capabilities are what initialize and server/discover declare, in every
+// protocol era, and exactly what the server answers (ARCHITECTURE §6.1:
+// tools only, "no resources or prompts beyond empty lists"). The SDK
+// answers prompts/list, resources/list and resources/templates/list with
+// empty lists whether or not they are declared, so they are declared, empty
+// and without listChanged or subscribe: a client that is told a method
+// exists finds it, and one that is not told is never answered. Nothing
+// changes within a stateless request, so no listChanged anywhere; no
+// logging and no completions (answered with "method not found").
+func Capabilities() *mcp.ServerCapabilities {
+	return &mcp.ServerCapabilities{
+		Tools:     &mcp.ToolCapabilities{ListChanged: false},
+		Prompts:   &mcp.PromptCapabilities{ListChanged: false},
+		Resources: &mcp.ResourceCapabilities{ListChanged: false, Subscribe: false},
+	}
+}
+
+// refuseUndeclared answers logging/setLevel with "method not found": the
+// SDK accepts it from 2025-era clients even though the logging capability
+// is not declared (the 2026-07-28 revision removed the method, and the SDK
+// already refuses it there). Completions and resource subscriptions need
+// handlers this server does not register, so the SDK refuses those itself.
+func refuseUndeclared(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "logging/setLevel" {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: this server has no logging capability"}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // tool is one tool's definition and handler.
