@@ -67,7 +67,7 @@ RETURNS TABLE (
     map_repo_ids    bigint[]
 )
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, public
+SET search_path = pg_catalog, public, pg_temp
 AS $$
     SELECT t.id, t.tenant_id, t.user_id, t.expires_at, t.revoked_at, t.last_used_at,
            (u.id IS NOT NULL AND u.deleted_at IS NULL),
@@ -107,7 +107,7 @@ CREATE POLICY auth_signin_read ON tenants FOR SELECT TO {{auth}} USING (true);
 CREATE OR REPLACE FUNCTION tenant_id_by_slug(p_slug text)
 RETURNS uuid
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, public
+SET search_path = pg_catalog, public, pg_temp
 AS $$
     SELECT id FROM public.tenants WHERE slug = p_slug
 $$;
@@ -121,7 +121,7 @@ GRANT SELECT (id, github_installation_id) ON tenants TO {{auth}};
 CREATE OR REPLACE FUNCTION tenant_id_by_installation(p_installation bigint)
 RETURNS uuid
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, public
+SET search_path = pg_catalog, public, pg_temp
 AS $$
     SELECT id FROM public.tenants WHERE github_installation_id = p_installation
 $$;
@@ -134,7 +134,7 @@ GRANT EXECUTE ON FUNCTION tenant_id_by_installation(bigint) TO {{app}};
 CREATE OR REPLACE FUNCTION tenants_with_installation()
 RETURNS SETOF uuid
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, public
+SET search_path = pg_catalog, public, pg_temp
 AS $$
     SELECT id FROM public.tenants WHERE github_installation_id IS NOT NULL ORDER BY id
 $$;

@@ -54,6 +54,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	bearer := &authn.Bearer{DB: db, Logger: logger}
 	defer bearer.Wait()
 
+	cursorKey, err := cfg.CursorKeyFor(ctx, db)
+	if err != nil {
+		return fmt.Errorf("cursor key: %w", err)
+	}
+
 	// Rate limits: in memory for one process, in Redis when REDIS_URL is
 	// set so that every replica shares one budget.
 	var limiter ratelimit.Limiter = ratelimit.NewMemory()
@@ -104,6 +109,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			Logger:      logger,
 			SchemaCache: mcpserver.NewSchemaCache(),
 			Known:       &mcpserver.KnownSecrets{DB: db},
+			CursorKey:   cursorKey,
 		},
 		Logger:         logger,
 		Telemetry:      tel,

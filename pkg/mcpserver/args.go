@@ -2,11 +2,16 @@ package mcpserver
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
 )
@@ -59,33 +64,81 @@ func clamp(v *int, lo, hi, def int) int {
 	return max(lo, min(hi, *v))
 }
 
-// encodeCursor makes an opaque cursor from a tool-specific position.
-func encodeCursor(tool string, pos any) string {
-	b, _ := json.Marshal(struct {
-		T string `json:"t"`
-		P any    `json:"p"`
-	}{tool, pos})
-	return base64.RawURLEncoding.EncodeToString(b)
+// maxCursorBytes bounds a cursor before it is decoded: a real one is a few
+// ids and a MAC, well under 200 bytes.
+const maxCursorBytes = 512
+
+// encodeCursor makes an opaque cursor: the tool's position (ids only, never
+// names or content, so a cursor cannot carry text out of a redacted answer)
+// and an HMAC under the server's cursor key over the position, the tool,
+// the principal (tenant, user, token) and bind, a digest of the arguments
+// the cursor continues. Another token, other arguments or an edited
+// position fail the MAC.
+func (s *session) encodeCursor(tool, bind string, pos any) string {
+	b, _ := json.Marshal(pos)
+	p := base64.RawURLEncoding.EncodeToString(b)
+	return p + "." + base64.RawURLEncoding.EncodeToString(s.cursorMAC(tool, bind, p))
 }
 
-// decodeCursor reads a cursor made by encodeCursor for the same tool.
-func decodeCursor(tool, c string, pos any) error {
-	bad := codelotse.Errorf(codelotse.Invalid, "Invalid cursor: pass next_cursor from a previous %s result unchanged, or omit it to start over.", tool)
-	b, err := base64.RawURLEncoding.DecodeString(c)
+// decodeCursor checks a cursor made by encodeCursor for the same tool,
+// principal and arguments and reads its position. Every failure is the
+// same in-band invalid-argument error.
+func (s *session) decodeCursor(tool, bind, c string, pos any) error {
+	bad := codelotse.Errorf(codelotse.Invalid, "Invalid cursor: pass next_cursor from a previous %s result unchanged, with the same arguments, or omit it to start over.", tool)
+	if len(c) > maxCursorBytes {
+		return bad
+	}
+	p, mac, ok := strings.Cut(c, ".")
+	if !ok {
+		return bad
+	}
+	got, err := base64.RawURLEncoding.DecodeString(mac)
+	if err != nil || !hmac.Equal(got, s.cursorMAC(tool, bind, p)) {
+		return bad
+	}
+	b, err := base64.RawURLEncoding.DecodeString(p)
 	if err != nil {
 		return bad
 	}
-	var env struct {
-		T string          `json:"t"`
-		P json.RawMessage `json:"p"`
-	}
-	if err := json.Unmarshal(b, &env); err != nil || env.T != tool {
-		return bad
-	}
-	if err := json.Unmarshal(env.P, pos); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(pos); err != nil {
 		return bad
 	}
 	return nil
+}
+
+// cursorMAC is the truncated HMAC-SHA256 of a cursor. Every field is
+// length-prefixed so that no two inputs share an encoding.
+func (s *session) cursorMAC(tool, bind, payload string) []byte {
+	m := hmac.New(sha256.New, s.deps.cursorKey())
+	for _, f := range []string{"codelotse-cursor-v1", tool, s.principal.TenantID, s.principal.UserID, s.principal.TokenID, bind, payload} {
+		fmt.Fprintf(m, "%d:%s", len(f), f)
+	}
+	return m.Sum(nil)[:16]
+}
+
+var (
+	processKeyOnce sync.Once
+	processKey     []byte
+)
+
+// cursorKey is Deps.CursorKey, or a random key of this process when none is
+// configured (tests and tools that build Deps by hand). The programs in
+// apps/ always configure one shared by every replica (docs/decisions.md,
+// "Issue 9"), because a per-process key would break paging behind a load
+// balancer.
+func (d *Deps) cursorKey() []byte {
+	if len(d.CursorKey) > 0 {
+		return d.CursorKey
+	}
+	processKeyOnce.Do(func() {
+		processKey = make([]byte, 32)
+		if _, err := rand.Read(processKey); err != nil {
+			panic(err) // crypto/rand never fails on supported platforms
+		}
+	})
+	return processKey
 }
 
 // repositoryArg reads a repository argument that may be a full name or a

@@ -237,10 +237,10 @@ type FindingFilter struct {
 	Rule        string
 	PathPrefix  string
 	PRNumber    *int
-	// Keyset: findings strictly older than (AfterTime, AfterID).
-	AfterTime *time.Time
-	AfterID   int64
-	Limit     int
+	// Keyset: findings strictly older than finding AfterID (0: from the
+	// newest). Only the id travels in a cursor; its time is read here.
+	AfterID int64
+	Limit   int
 }
 
 // SearchFindings returns matching findings across the viewable
@@ -263,11 +263,11 @@ func SearchFindings(ctx context.Context, db *DB, tenantID string, f FindingFilte
 			  AND ($8 = '' OR f.rule_key = $8)
 			  AND ($9 = '' OR left(f.path, length($9)) = $9)
 			  AND ($10::int IS NULL OR p.number = $10)
-			  AND ($11::timestamptz IS NULL OR (f.created_at, f.id) < ($11, $12))
+			  AND ($11::bigint = 0 OR (f.created_at, f.id) < (SELECT c.created_at, c.id FROM findings c WHERE c.tenant_id = $1 AND c.id = $11))
 			ORDER BY f.created_at DESC, f.id DESC
-			LIMIT $13`,
+			LIMIT $12`,
 			tenantID, f.Repos.All, f.Repos.IDs, f.RepoID, f.Query, minRank, f.Status, f.Rule, f.PathPrefix, f.PRNumber,
-			f.AfterTime, f.AfterID, f.Limit)
+			f.AfterID, f.Limit)
 		return err
 	})
 	return out, err

@@ -41,6 +41,9 @@ type Config struct {
 	RedisURL string
 	// TrustedProxies are CIDRs whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
+	// CursorKey signs MCP cursors (CURSOR_KEY); empty: the key stored once
+	// in the database (server_keys), shared by every replica.
+	CursorKey []byte
 }
 
 // Load reads the configuration from getenv.
@@ -108,6 +111,12 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.TrustedProxies = append(c.TrustedProxies, n)
 	}
+	if k := getenv("CURSOR_KEY"); k != "" {
+		if len(k) < 32 {
+			return c, fmt.Errorf("CURSOR_KEY must be at least 32 characters (e.g. openssl rand -hex 32), or unset to use the key stored in the database")
+		}
+		c.CursorKey = []byte(k)
+	}
 	if lv := getenv("LOG_LEVEL"); lv != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(lv)); err != nil {
 			return c, fmt.Errorf("LOG_LEVEL %q: use debug, info, warn or error", lv)
@@ -145,6 +154,17 @@ func (c Config) OpenRuntime(ctx context.Context) (*postgres.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// CursorKeyFor returns the key that signs MCP cursors: CURSOR_KEY when set,
+// else the key stored in the database, created by the first replica that
+// asks. Never a per-process random key: a cursor made by one replica must
+// verify on every other behind the same load balancer.
+func (c Config) CursorKeyFor(ctx context.Context, db *postgres.DB) ([]byte, error) {
+	if len(c.CursorKey) > 0 {
+		return c.CursorKey, nil
+	}
+	return db.ServerKey(ctx, "mcp_cursor")
 }
 
 // Logger returns a JSON logger on w at the configured level.
