@@ -141,3 +141,29 @@ $$;
 ALTER FUNCTION tenants_with_installation() OWNER TO {{auth}};
 REVOKE ALL ON FUNCTION tenants_with_installation() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION tenants_with_installation() TO {{app}};
+
+-- Purpose auth.maintenance: the API deletes sign-in states that expired, in
+-- every tenant, on a schedule (unauthenticated GET /t/{slug}/login creates
+-- them). {{auth}} may delete only rows that have expired: the policy, not
+-- just the function, keeps live states out of reach.
+GRANT SELECT (tenant_id, expires_at) ON login_states TO {{auth}};
+GRANT DELETE ON login_states TO {{auth}};
+DROP POLICY IF EXISTS auth_maintenance_read ON login_states;
+CREATE POLICY auth_maintenance_read ON login_states FOR SELECT TO {{auth}} USING (expires_at < now());
+DROP POLICY IF EXISTS auth_maintenance_delete ON login_states;
+CREATE POLICY auth_maintenance_delete ON login_states FOR DELETE TO {{auth}} USING (expires_at < now());
+
+-- The nil tenant makes the tenant_isolation policy (OR'ed with these) a
+-- plain false instead of an error for a transaction without a tenant.
+CREATE OR REPLACE FUNCTION purge_expired_login_states()
+RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, public, pg_temp
+SET app.tenant_id = '00000000-0000-0000-0000-000000000000'
+AS $$
+    WITH gone AS (DELETE FROM public.login_states WHERE expires_at < now() RETURNING 1)
+    SELECT count(*) FROM gone
+$$;
+ALTER FUNCTION purge_expired_login_states() OWNER TO {{auth}};
+REVOKE ALL ON FUNCTION purge_expired_login_states() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION purge_expired_login_states() TO {{app}};

@@ -120,7 +120,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		OIDC:           oidc.NewClient(nil),
 		DevSignIn:      cfg.LoopbackHTTP(),
 		Limiter:        limiter,
-		Limits:         httpserver.Limits{PerIP: perMinute(cfg.RatePerIP), PerToken: perMinute(cfg.RatePerToken)},
+		Limits:         httpserver.Limits{PerIP: perMinute(cfg.RatePerIP), PerToken: perMinute(cfg.RatePerToken), Login: perMinute(cfg.LoginRatePerIP)},
 		TrustedProxies: cfg.TrustedProxies,
 	})
 	if err != nil {
@@ -142,6 +142,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fmt.Fprintf(stdout, "api listening on http://%s (PUBLIC_URL %s)\n", ln.Addr(), cfg.PublicURL)
 	logger.Info("api started", "addr", ln.Addr().String(), "public_url", cfg.PublicURL)
 
+	// Sign-in states expire after minutes; delete them on a schedule so that
+	// unauthenticated GET /t/{slug}/login cannot grow the table without end.
+	go purgeLoginStates(ctx, db, loginStatePurgeEvery, logger)
+
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -156,6 +160,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("api stopped")
 	return nil
+}
+
+// loginStatePurgeEvery is how often the API deletes expired sign-in
+// states. Every replica runs it; the delete is idempotent.
+const loginStatePurgeEvery = 10 * time.Minute
+
+// purgeLoginStates deletes expired sign-in states now and every interval
+// until ctx ends. Failures are logged and retried at the next tick.
+func purgeLoginStates(ctx context.Context, db interface {
+	PurgeExpiredLoginStates(context.Context) (int64, error)
+}, every time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if n, err := db.PurgeExpiredLoginStates(ctx); err != nil {
+			if ctx.Err() == nil {
+				logger.Warn("purging expired sign-in states failed", "err", err)
+			}
+		} else if n > 0 {
+			logger.Info("purged expired sign-in states", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func perMinute(n int) ratelimit.Rule { return ratelimit.Rule{Limit: n, Period: time.Minute} }

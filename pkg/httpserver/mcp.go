@@ -315,10 +315,15 @@ func jsonRPCError(c echo.Context, status, code int, msg string) error {
 // logged: an unavailable Redis must not take the endpoint down or turn into
 // a 500.
 func (s *Server) limit(c echo.Context, key string, rule ratelimit.Rule) ratelimit.Decision {
+	return s.limitBucket(c, "mcp:"+key, rule)
+}
+
+// limitBucket applies rule to a key that names its bucket.
+func (s *Server) limitBucket(c echo.Context, key string, rule ratelimit.Rule) ratelimit.Decision {
 	if s.cfg.Limiter == nil || rule.Limit <= 0 {
 		return ratelimit.Decision{Allowed: true}
 	}
-	d, err := s.cfg.Limiter.Allow(c.Request().Context(), "mcp:"+key, rule)
+	d, err := s.cfg.Limiter.Allow(c.Request().Context(), key, rule)
 	if err != nil {
 		s.cfg.Logger.Warn("rate limiter failed; allowing the request", "err", err)
 		return ratelimit.Decision{Allowed: true}

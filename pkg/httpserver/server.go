@@ -64,17 +64,27 @@ type Config struct {
 	TrustedProxies []*net.IPNet
 }
 
-// Limits are the rate limits of the mcp bucket.
+// Limits are the rate limits of the mcp bucket, and of the unauthenticated
+// routes that write (sign-in starts, webhooks) per address.
 type Limits struct {
 	PerIP    ratelimit.Rule
 	PerToken ratelimit.Rule
+	// Login bounds GET /t/{slug}/login per address: each unauthenticated
+	// call stores a sign-in state.
+	Login ratelimit.Rule
+	// Webhook bounds POST /webhooks/github per address, checked before the
+	// body is read.
+	Webhook ratelimit.Rule
 }
 
 // DefaultLimits are ARCHITECTURE §6.4's: 600 a minute per IP, 120 a minute
-// per token.
+// per token; 30 sign-in starts and 600 webhook deliveries a minute per
+// address.
 var DefaultLimits = Limits{
 	PerIP:    ratelimit.Rule{Limit: 600, Period: time.Minute},
 	PerToken: ratelimit.Rule{Limit: 120, Period: time.Minute},
+	Login:    ratelimit.Rule{Limit: 30, Period: time.Minute},
+	Webhook:  ratelimit.Rule{Limit: 600, Period: time.Minute},
 }
 
 // MaxBodyBytes is the largest request body a bearer route accepts.

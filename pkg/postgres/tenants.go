@@ -4,15 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
 )
 
+// slugPattern is the CHECK of tenants.slug (migration 0001).
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
 // TenantIDBySlug resolves a slug through the auth.signin function, the one
 // cross-tenant read allowed before a tenant is known.
 func (db *DB) TenantIDBySlug(ctx context.Context, slug string) (string, error) {
+	// A slug from a URL can hold anything (%00 decodes to a NUL byte, which
+	// PostgreSQL refuses in text); only the shape the schema allows can name
+	// a tenant, so anything else is simply not found.
+	if !slugPattern.MatchString(slug) {
+		return "", codelotse.Errorf(codelotse.NotFound, "no tenant with that slug")
+	}
 	var id *string
 	if err := db.Pool.QueryRow(ctx, "SELECT tenant_id_by_slug($1)::text", slug).Scan(&id); err != nil {
 		return "", err

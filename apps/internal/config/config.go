@@ -37,6 +37,9 @@ type Config struct {
 	// RatePerToken and RatePerIP are requests a minute on /mcp (0: no limit).
 	RatePerToken int
 	RatePerIP    int
+	// LoginRatePerIP is sign-ins started a minute per address on
+	// GET /t/{slug}/login (0: no limit).
+	LoginRatePerIP int
 	// RedisURL, when set, shares rate limits across replicas.
 	RedisURL string
 	// TrustedProxies are CIDRs whose X-Forwarded-For is believed.
@@ -91,6 +94,9 @@ func Load(getenv func(string) string) (Config, error) {
 		return c, err2
 	}
 	if c.RatePerIP, err2 = intEnv(getenv, "MCP_RATE_PER_IP", 600); err2 != nil {
+		return c, err2
+	}
+	if c.LoginRatePerIP, err2 = intEnv(getenv, "LOGIN_RATE_PER_IP", 30); err2 != nil {
 		return c, err2
 	}
 	c.RedisURL = getenv("REDIS_URL")
