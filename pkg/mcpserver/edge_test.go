@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -198,5 +199,57 @@ func TestCursorKeyMatters(t *testing.T) {
 	}
 	if err := s1.decodeCursor("search_findings", "h", c, &pos); err == nil {
 		t.Error("a search_code cursor verified for search_findings")
+	}
+}
+
+// callTool runs a tool through the same handler the SDK calls, so that a
+// failure to shape shows up as the agent would see it.
+func callTool(t *testing.T, s *session, name string, args any) (string, bool) {
+	t.Helper()
+	for _, tl := range tools() {
+		if tl.name != name {
+			continue
+		}
+		res, err := s.wrap(tl)(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: mustRaw(args)}})
+		if err != nil {
+			t.Fatalf("%s: protocol error %v", name, err)
+		}
+		return res.Content[0].(*mcp.TextContent).Text, res.IsError
+	}
+	t.Fatalf("no tool %s", name)
+	return "", false
+}
+
+// TestFixPromptWithHundredsOfRules: hundreds of matching rules with long
+// instructions still give a prompt within the cap, with the rules section
+// capped and marked, never an internal error.
+func TestFixPromptWithHundredsOfRules(t *testing.T) {
+	fx := newEdgeFixture(t, 5)
+	ctx := context.Background()
+	env := fx.deps.DB
+	err := env.InTenant(ctx, fx.tenant, func(tx pgx.Tx) error {
+		for i := range 300 {
+			_, err := postgres.UpsertRule(ctx, tx, fx.tenant, &fx.repo0, codelotse.Rule{Key: fmt.Sprintf("r%03d", i), Title: fmt.Sprintf("Rule %d", i),
+				Severity: codelotse.SeverityHigh, PathGlobs: []string{"*.go"}, Instructions: strings.Repeat("Check every error path carefully. ", 20)})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, isErr := callTool(t, fx.session("tok-a"), "get_fix_prompt", map[string]any{"repository": "acme/r0", "number": 1})
+	if isErr {
+		t.Fatalf("get_fix_prompt failed: %s", text)
+	}
+	if len(text) > shape.MaxBytes {
+		t.Errorf("answer of %d bytes exceeds the cap", len(text))
+	}
+	for _, want := range []string{`"rules_truncated":true`, `"rules_omitted":`, "call get_rules", `"findings":[{`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("answer lacks %s", want)
+		}
 	}
 }
