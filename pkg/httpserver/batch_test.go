@@ -121,3 +121,31 @@ func TestAnswerIsBoundedInMemory(t *testing.T) {
 		t.Errorf("the oversized answer was sent (%d bytes)", rec.Body.Len())
 	}
 }
+
+// TestWrongContentTypeIsAJSONRPC400: a wrong or missing Content-Type (or an
+// Accept without JSON) is the client's mistake: 400 with a JSON-RPC body.
+func TestWrongContentTypeIsAJSONRPC400(t *testing.T) {
+	srv, secret := edgeFixture(t, nil, io.Discard)
+	for _, h := range []map[string]string{
+		{"Content-Type": "text/plain"},
+		{"Content-Type": "application/x-www-form-urlencoded"},
+		{"Content-Type": ""},
+		{"Accept": "text/html"},
+	} {
+		rec := httptest.NewRecorder()
+		req := mcpRequest(secret, h)
+		for k, v := range h {
+			if v == "" {
+				req.Header.Del(k)
+			}
+		}
+		srv.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+			t.Errorf("%v: %d %s %.200s", h, rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+			continue
+		}
+		if code, _ := rpcError(t, rec.Body.Bytes()); code != -32600 {
+			t.Errorf("%v: code %d", h, code)
+		}
+	}
+}

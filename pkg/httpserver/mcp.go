@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -84,6 +85,11 @@ func (s *Server) mcpPost(c echo.Context) error {
 	// Protocol errors are JSON-RPC errors (ARCHITECTURE §6.1). The SDK
 	// answers malformed messages and unknown methods with plain-text 400s,
 	// so the message is checked here first and the SDK's answer rewritten.
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		// The SDK would answer 415 in plain text; a client's mistake gets a
+		// JSON-RPC body like every other protocol error (docs/decisions.md).
+		return jsonRPCError(c, http.StatusBadRequest, -32600, "Invalid request: Content-Type must be application/json.")
+	}
 	msg, perr := peekMessage(body)
 	if perr != nil {
 		return c.JSON(http.StatusBadRequest, perr)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 
@@ -21,6 +22,9 @@ import (
 func decodeArgs(raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		raw = json.RawMessage("{}")
+	}
+	if err := checkArgValues(raw); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -37,6 +41,68 @@ func decodeArgs(raw json.RawMessage, v any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return codelotse.Errorf(codelotse.Invalid, "Arguments must be a single JSON object.")
+	}
+	return nil
+}
+
+// idArgs are the arguments that hold 64-bit database ids; every other
+// integer argument is stored or compared as a PostgreSQL integer (int4).
+var idArgs = map[string]bool{"repository": true, "review_id": true, "finding_ids": true}
+
+// checkArgValues refuses argument values that PostgreSQL would refuse
+// later as an internal error: a NUL character in any string (text cannot
+// hold one) and integers beyond int4 outside the id arguments. Both are
+// the caller's mistake and get an in-band message that names the argument.
+func checkArgValues(raw json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var args map[string]any
+	if dec.Decode(&args) != nil {
+		return nil // not an object: the typed decode says so
+	}
+	var walk func(name string, v any) error
+	walk = func(name string, v any) error {
+		switch x := v.(type) {
+		case string:
+			if strings.ContainsRune(x, 0) {
+				return codelotse.Errorf(codelotse.Invalid, "Invalid argument %q: text cannot contain NUL (\\u0000) characters.", name)
+			}
+		case json.Number:
+			n, err := x.Int64()
+			if err != nil {
+				if _, ferr := x.Float64(); ferr == nil && !strings.ContainsAny(x.String(), ".eE") {
+					return codelotse.Errorf(codelotse.Invalid, "Invalid argument %q: %s is out of range.", name, x)
+				}
+				return nil // a fraction: the typed decode says so
+			}
+			if !idArgs[name] && (n > math.MaxInt32 || n < math.MinInt32) {
+				return codelotse.Errorf(codelotse.Invalid, "Invalid argument %q: %d is out of range (at most %d).", name, n, math.MaxInt32)
+			}
+		case []any:
+			for _, e := range x {
+				if err := walk(name, e); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			for k, e := range x {
+				if strings.ContainsRune(k, 0) {
+					return codelotse.Errorf(codelotse.Invalid, "Argument names cannot contain NUL characters.")
+				}
+				if err := walk(name, e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for k, v := range args {
+		if strings.ContainsRune(k, 0) {
+			return codelotse.Errorf(codelotse.Invalid, "Argument names cannot contain NUL characters.")
+		}
+		if err := walk(k, v); err != nil {
+			return err
+		}
 	}
 	return nil
 }

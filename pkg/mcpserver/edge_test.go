@@ -253,3 +253,57 @@ func TestFixPromptWithHundredsOfRules(t *testing.T) {
 		}
 	}
 }
+
+// TestUserMistakesStayUserErrors: for every tool and every argument of its
+// schema, a NUL character in a string and an integer beyond int4 are
+// in-band invalid-argument errors that name the problem, never an
+// internal error.
+func TestUserMistakesStayUserErrors(t *testing.T) {
+	fx := newEdgeFixture(t, 2)
+	s := fx.session("tok-a")
+	valid := map[string]any{"repository": "acme/r0", "number": 1, "path": "main.go", "query": "Finding"}
+	for _, tl := range tools() {
+		var schema struct {
+			Properties map[string]struct {
+				Type  any `json:"type"`
+				Items *struct {
+					Type string `json:"type"`
+				} `json:"items"`
+			} `json:"properties"`
+			Required []string `json:"required"`
+		}
+		if err := json.Unmarshal(tl.schema, &schema); err != nil {
+			t.Fatal(err)
+		}
+		base := map[string]any{}
+		for _, r := range schema.Required {
+			base[r] = valid[r]
+		}
+		for name, p := range schema.Properties {
+			types := fmt.Sprint(p.Type)
+			var bad []any
+			var want []string
+			if strings.Contains(types, "string") {
+				bad, want = append(bad, "acme\x00/r0"), append(want, "NUL")
+			}
+			if strings.Contains(types, "integer") && !idArgs[name] {
+				bad, want = append(bad, int64(1)<<31), append(want, "out of range")
+				bad, want = append(bad, json.Number("99999999999999999999999")), append(want, "")
+			}
+			if p.Items != nil && p.Items.Type == "integer" {
+				bad, want = append(bad, []any{json.Number("99999999999999999999999")}), append(want, "")
+			}
+			for i, v := range bad {
+				args := map[string]any{}
+				for k, x := range base {
+					args[k] = x
+				}
+				args[name] = v
+				text, isErr := callTool(t, s, tl.name, args)
+				if !isErr || strings.Contains(text, "Internal error") || !strings.Contains(text, want[i]) {
+					t.Errorf("%s %s=%v: isError=%v %q (want %q)", tl.name, name, v, isErr, text, want[i])
+				}
+			}
+		}
+	}
+}
