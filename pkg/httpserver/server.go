@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -138,7 +139,7 @@ func New(cfg Config) (*Server, error) {
 		s.tel = telemetry.Disabled()
 	}
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.recoverer, s.accessLog)
+	e.Use(s.recoverer, s.accessLog, s.plainInput)
 	s.routes()
 	return s, nil
 }
@@ -178,6 +179,47 @@ func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// maxFormBytes bounds a page form's body; the largest form (identity
+// provider settings) is well under 8 KiB.
+const maxFormBytes = 64 << 10
+
+// plainInput refuses, with a 400 page, a request whose path, query or page
+// form holds a NUL byte or invalid UTF-8: no route means them, PostgreSQL
+// refuses them in text, and they must never turn into a 500. Bearer and
+// webhook bodies are JSON and are not read here (the webhook's body is read
+// only after its rate limit).
+func (s *Server) plainInput(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		bad := !plainText(r.URL.Path)
+		for _, vs := range r.URL.Query() {
+			for _, v := range vs {
+				bad = bad || !plainText(v)
+			}
+		}
+		if !bad && r.Method == http.MethodPost && r.URL.Path != "/mcp" && r.URL.Path != "/webhooks/github" &&
+			strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+			r.Body = http.MaxBytesReader(c.Response(), r.Body, maxFormBytes)
+			if err := r.ParseForm(); err != nil {
+				return s.page(c, http.StatusBadRequest, "Bad request", "The form could not be read. Go back to the page and try again.")
+			}
+			for k, vs := range r.PostForm {
+				bad = bad || !plainText(k)
+				for _, v := range vs {
+					bad = bad || !plainText(v)
+				}
+			}
+		}
+		if bad {
+			return s.page(c, http.StatusBadRequest, "Bad request", "The request contains characters that no page accepts (a NUL byte or invalid UTF-8). Go back to the page and try again.")
+		}
+		return next(c)
+	}
+}
+
+// plainText reports whether v is valid UTF-8 without NUL bytes.
+func plainText(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }
 
 type requestIDKey struct{}
 

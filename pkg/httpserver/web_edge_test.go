@@ -14,6 +14,7 @@ import (
 
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/oidc"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
 	"github.com/codelotse/codelotse/pkg/ratelimit"
@@ -42,7 +43,7 @@ func webFixture(t *testing.T, limits Limits) (*Server, *pgtest.Env, string, *htt
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{PublicURL: "http://127.0.0.1:8080", DB: env.App, Sessions: sessions,
+	srv, err := New(Config{PublicURL: "http://127.0.0.1:8080", DB: env.App, Sessions: sessions, OIDC: oidc.NewClient(nil),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Limiter: ratelimit.NewMemory(), Limits: limits})
 	if err != nil {
 		t.Fatal(err)
@@ -131,13 +132,63 @@ func TestExpiredLoginStatesArePurged(t *testing.T) {
 }
 
 // TestBadSlugsAreNotFound: a slug with %00 or other bytes PostgreSQL or the
-// schema refuses is a 404 page, never a 500.
+// schema refuses is a 400 or 404 page, never a 500.
 func TestBadSlugsAreNotFound(t *testing.T) {
 	srv, _, _, cookie := webFixture(t, DefaultLimits)
 	for _, path := range []string{"/t/ac%00me/login", "/t/%00/mcp", "/t/acme%00/admin", "/t/" + strings.Repeat("a", 300) + "/login", "/t/%C3%28/login", "/t/ACME/login"} {
 		rec := get(srv, path, cookie)
-		if rec.Code != http.StatusNotFound {
-			t.Errorf("%s: %d, want 404", path, rec.Code)
+		if rec.Code != http.StatusNotFound && rec.Code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400 or 404", path, rec.Code)
+		}
+	}
+}
+
+// TestWebInputMistakesAreNot500: NUL bytes, bad UTF-8 and malformed ids in
+// the query, the path or a form of every route that takes input are client
+// errors (4xx pages), never a 500.
+func TestWebInputMistakesAreNot500(t *testing.T) {
+	srv, _, _, cookie := webFixture(t, DefaultLimits)
+	form := func(path, body string) *http.Request {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://127.0.0.1:8080")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.AddCookie(cookie)
+		return req
+	}
+	getReq := func(path string) *http.Request {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.AddCookie(cookie)
+		return req
+	}
+	reqs := []*http.Request{
+		getReq("/auth/link?v=a%00b"),
+		getReq("/auth/link?v=%FF%FE"),
+		form("/auth/link", "v=a%00b"),
+		getReq("/auth/oidc/callback?state=a%00b&code=x"),
+		getReq("/auth/oidc/callback?state=00000000-0000-0000-0000-000000000000.x%00&code=x"),
+		getReq("/auth/github/callback?state=a%00.b&code=x"),
+		getReq("/t/acme/admin?done=%00"),
+		form("/t/acme/mcp/tokens", "name=a%00b&expires_days=30"),
+		form("/t/acme/mcp/tokens", "name=ok&expires_days=99999999999999999999"),
+		form("/t/acme/mcp/tokens", "name=%FF%FE&expires_days=30"),
+		form("/t/acme/mcp/tokens/not-a-uuid/revoke", ""),
+		form("/t/acme/mcp/tokens/a%00b/revoke", ""),
+		form("/t/acme/admin/tokens/not-a-uuid/revoke", ""),
+		form("/t/acme/admin/idp", "issuer=https://idp.example%00&client_id=c&client_secret=s"),
+		form("/t/acme/admin/idp", "issuer=https://idp.example&client_id=c%00&client_secret=s%00&groups_claim=g%00&scopes=openid%00"),
+		form("/t/acme/admin/mappings", "group=g%00&role=member"),
+		form("/t/acme/admin/mappings", "group=g&role=member&repository=a%00/b"),
+		form("/t/acme/admin/mappings/99999999999999999999/delete", ""),
+		form("/t/acme/admin/mappings/%00/delete", ""),
+		form("/t/acme/admin/mcp", "enabled=%00"),
+	}
+	for _, req := range reqs {
+		target := req.Method + " " + req.URL.String()
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Errorf("%s: %d %.200s", target, rec.Code, rec.Body)
 		}
 	}
 }
