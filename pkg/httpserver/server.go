@@ -99,6 +99,8 @@ type Server struct {
 	mcp       http.Handler
 	templates *template.Template
 	tel       *telemetry.Telemetry
+	// webhookSlots bounds the webhook bodies read at once.
+	webhookSlots chan struct{}
 }
 
 // New builds the server and its routes.
@@ -134,7 +136,8 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
 	}
-	s := &Server{cfg: cfg, echo: e, origins: origins, mcp: mcpserver.Handler(cfg.Logger), templates: tpl, tel: cfg.Telemetry}
+	s := &Server{cfg: cfg, echo: e, origins: origins, mcp: mcpserver.Handler(cfg.Logger), templates: tpl, tel: cfg.Telemetry,
+		webhookSlots: make(chan struct{}, webhookSlots)}
 	if s.tel == nil {
 		s.tel = telemetry.Disabled()
 	}

@@ -177,10 +177,12 @@ func (db *DB) TenantIDByInstallation(ctx context.Context, installationID int64) 
 	return *id, nil
 }
 
-// RecordDelivery records a webhook delivery; false when it was seen before.
-func RecordDelivery(ctx context.Context, tx pgx.Tx, tenantID, deliveryID, event string) (bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO github_deliveries (tenant_id, delivery_id, event) VALUES ($1, $2, $3)
-		ON CONFLICT DO NOTHING`, tenantID, deliveryID, event)
+// RecordDelivery records a webhook delivery; false when it was seen before:
+// the same delivery id (a redelivery), or the same body under another id (a
+// replay, recognised by the body's SHA-256).
+func RecordDelivery(ctx context.Context, tx pgx.Tx, tenantID, deliveryID, event string, bodySHA256 []byte) (bool, error) {
+	tag, err := tx.Exec(ctx, `INSERT INTO github_deliveries (tenant_id, delivery_id, event, body_sha256) VALUES ($1, $2, $3, $4)
+		ON CONFLICT DO NOTHING`, tenantID, deliveryID, event, bodySHA256)
 	return tag.RowsAffected() == 1, err
 }
 

@@ -40,6 +40,9 @@ type Config struct {
 	// LoginRatePerIP is sign-ins started a minute per address on
 	// GET /t/{slug}/login (0: no limit).
 	LoginRatePerIP int
+	// WebhookRatePerIP is webhook deliveries a minute per address on
+	// POST /webhooks/github (0: no limit).
+	WebhookRatePerIP int
 	// RedisURL, when set, shares rate limits across replicas.
 	RedisURL string
 	// TrustedProxies are CIDRs whose X-Forwarded-For is believed.
@@ -97,6 +100,9 @@ func Load(getenv func(string) string) (Config, error) {
 		return c, err2
 	}
 	if c.LoginRatePerIP, err2 = intEnv(getenv, "LOGIN_RATE_PER_IP", 30); err2 != nil {
+		return c, err2
+	}
+	if c.WebhookRatePerIP, err2 = intEnv(getenv, "WEBHOOK_RATE_PER_IP", 600); err2 != nil {
 		return c, err2
 	}
 	c.RedisURL = getenv("REDIS_URL")
