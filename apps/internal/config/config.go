@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/safehttp"
 )
 
 // DefaultDatabaseURL is used when DATABASE_URL is not set: the local
@@ -47,6 +49,11 @@ type Config struct {
 	RedisURL string
 	// TrustedProxies are CIDRs whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
+	// OIDCAllowPrivate are address ranges identity providers may resolve
+	// to although they are not public (OIDC_ALLOW_PRIVATE_CIDRS, development
+	// only); OIDCAllowHTTP permits plain-http issuers (OIDC_ALLOW_HTTP).
+	OIDCAllowPrivate []netip.Prefix
+	OIDCAllowHTTP    bool
 	// CursorKey signs MCP cursors (CURSOR_KEY); empty: the key stored once
 	// in the database (server_keys), shared by every replica.
 	CursorKey []byte
@@ -122,6 +129,14 @@ func Load(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("TRUSTED_PROXIES: %q is not an IP address or CIDR", p)
 		}
 		c.TrustedProxies = append(c.TrustedProxies, n)
+	}
+	if c.OIDCAllowPrivate, err = safehttp.ParseAllow(getenv("OIDC_ALLOW_PRIVATE_CIDRS")); err != nil {
+		return c, fmt.Errorf("OIDC_ALLOW_PRIVATE_CIDRS: %v", err)
+	}
+	if v := getenv("OIDC_ALLOW_HTTP"); v != "" {
+		if c.OIDCAllowHTTP, err = strconv.ParseBool(v); err != nil {
+			return c, fmt.Errorf("OIDC_ALLOW_HTTP must be true or false, not %q", v)
+		}
 	}
 	if k := getenv("CURSOR_KEY"); k != "" {
 		if len(k) < 32 {
