@@ -111,6 +111,30 @@ func TestDeletedUserStaysLockedOut(t *testing.T) {
 	if tok, sess := live(); tok || sess {
 		t.Errorf("after a GitHub sign-in: token live %v, session live %v", tok, sess)
 	}
+	mustCltctl(t, env, "user", "delete", "--tenant", "acme", "--email", "dev@acme.test")
+	err = env.App.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		// An OIDC sign-in with a verified email of a user not bound to
+		// another identity links to (and revives) the same account.
+		if _, err := tx.Exec(ctx, `UPDATE users SET github_user_id = NULL WHERE tenant_id = $1 AND id = $2`, tid, userID); err != nil {
+			return err
+		}
+		p, err := postgres.UpsertIdentityProvider(ctx, tx, tid, postgres.IdentityProvider{Issuer: "https://idp.acme.test", ClientID: "c", ClientSecret: "s",
+			Scopes: []string{"openid"}}, postgres.Actor{Label: "test"})
+		if err != nil {
+			return err
+		}
+		u, err := postgres.UpsertOIDCUser(ctx, tx, tid, p.ID, "sub-1", "dev@acme.test", "Dev", true)
+		if err == nil && u.ID != userID {
+			t.Errorf("the OIDC sign-in made a new user %s, not %s", u.ID, userID)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, sess := live(); tok || sess {
+		t.Errorf("after an OIDC sign-in: token live %v, session live %v", tok, sess)
+	}
 	var pending int
 	if err := env.Admin.Pool.QueryRow(ctx, `SELECT count(*) FROM login_states WHERE user_id = $1`, userID).Scan(&pending); err != nil {
 		t.Fatal(err)
