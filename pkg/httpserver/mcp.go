@@ -82,14 +82,15 @@ func (s *Server) mcpPost(c echo.Context) error {
 	}
 	p, g := res.Principal, res.Grants
 
+	// A wrong Content-Type: the SDK would answer 415 in plain text; a
+	// client's mistake gets a JSON-RPC 400 like every other protocol error
+	// (docs/decisions.md, "Issue 9").
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return jsonRPCError(c, http.StatusBadRequest, -32600, "Invalid request: Content-Type must be application/json.")
+	}
 	// Protocol errors are JSON-RPC errors (ARCHITECTURE §6.1). The SDK
 	// answers malformed messages and unknown methods with plain-text 400s,
 	// so the message is checked here first and the SDK's answer rewritten.
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		// The SDK would answer 415 in plain text; a client's mistake gets a
-		// JSON-RPC body like every other protocol error (docs/decisions.md).
-		return jsonRPCError(c, http.StatusBadRequest, -32600, "Invalid request: Content-Type must be application/json.")
-	}
 	msg, perr := peekMessage(body)
 	if perr != nil {
 		return c.JSON(http.StatusBadRequest, perr)
