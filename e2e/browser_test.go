@@ -188,6 +188,8 @@ func TestBrowserTokenLifecycle(t *testing.T) {
 	// Break-glass: marked, admin page reachable, no token creation; switching
 	// MCP off makes a fresh member token answer 401.
 	fresh := s.token("demo", "member@demo.codelotse.test", "fresh")
+	// Break-glass needs an existing user (it never creates or revives one).
+	s.cltctl("user", "add", "--tenant", "demo", "--email", "ops@codelotse.test")
 	bg := strings.TrimSpace(s.cltctl("break-glass", "--tenant", "demo", "--email", "ops@codelotse.test"))
 	ctx2 := browser(t)
 	if err := chromedp.Do(ctx2, chromedp.Navigate(bg), chromedp.Click(chromedp.CSS(`form[action="/auth/link"] button`)),

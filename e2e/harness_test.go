@@ -85,6 +85,10 @@ func newStack(t *testing.T, extraEnv ...string) *stack {
 		"PUBLIC_URL="+s.url,
 		"APP_DATABASE_URL=",
 		"LISTEN_ADDR=",
+		// The tests' identity provider (e2e/oidcop) runs on loopback http:
+		// allowed here only, never by default.
+		"OIDC_ALLOW_PRIVATE_CIDRS=127.0.0.0/8,::1/128",
+		"OIDC_ALLOW_HTTP=true",
 	)
 	s.env = append(s.env, extraEnv...)
 	s.cltctl("migrate")

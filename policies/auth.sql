@@ -67,7 +67,7 @@ RETURNS TABLE (
     map_repo_ids    bigint[]
 )
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, public
+SET search_path = pg_catalog, public, pg_temp
 AS $$
     SELECT t.id, t.tenant_id, t.user_id, t.expires_at, t.revoked_at, t.last_used_at,
            (u.id IS NOT NULL AND u.deleted_at IS NULL),
@@ -107,7 +107,7 @@ CREATE POLICY auth_signin_read ON tenants FOR SELECT TO {{auth}} USING (true);
 CREATE OR REPLACE FUNCTION tenant_id_by_slug(p_slug text)
 RETURNS uuid
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, public
+SET search_path = pg_catalog, public, pg_temp
 AS $$
     SELECT id FROM public.tenants WHERE slug = p_slug
 $$;
@@ -121,7 +121,7 @@ GRANT SELECT (id, github_installation_id) ON tenants TO {{auth}};
 CREATE OR REPLACE FUNCTION tenant_id_by_installation(p_installation bigint)
 RETURNS uuid
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, public
+SET search_path = pg_catalog, public, pg_temp
 AS $$
     SELECT id FROM public.tenants WHERE github_installation_id = p_installation
 $$;
@@ -134,10 +134,36 @@ GRANT EXECUTE ON FUNCTION tenant_id_by_installation(bigint) TO {{app}};
 CREATE OR REPLACE FUNCTION tenants_with_installation()
 RETURNS SETOF uuid
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, public
+SET search_path = pg_catalog, public, pg_temp
 AS $$
     SELECT id FROM public.tenants WHERE github_installation_id IS NOT NULL ORDER BY id
 $$;
 ALTER FUNCTION tenants_with_installation() OWNER TO {{auth}};
 REVOKE ALL ON FUNCTION tenants_with_installation() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION tenants_with_installation() TO {{app}};
+
+-- Purpose auth.maintenance: the API deletes sign-in states that expired, in
+-- every tenant, on a schedule (unauthenticated GET /t/{slug}/login creates
+-- them). {{auth}} may delete only rows that have expired: the policy, not
+-- just the function, keeps live states out of reach.
+GRANT SELECT (tenant_id, expires_at) ON login_states TO {{auth}};
+GRANT DELETE ON login_states TO {{auth}};
+DROP POLICY IF EXISTS auth_maintenance_read ON login_states;
+CREATE POLICY auth_maintenance_read ON login_states FOR SELECT TO {{auth}} USING (expires_at < now());
+DROP POLICY IF EXISTS auth_maintenance_delete ON login_states;
+CREATE POLICY auth_maintenance_delete ON login_states FOR DELETE TO {{auth}} USING (expires_at < now());
+
+-- The nil tenant makes the tenant_isolation policy (OR'ed with these) a
+-- plain false instead of an error for a transaction without a tenant.
+CREATE OR REPLACE FUNCTION purge_expired_login_states()
+RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, public, pg_temp
+SET app.tenant_id = '00000000-0000-0000-0000-000000000000'
+AS $$
+    WITH gone AS (DELETE FROM public.login_states WHERE expires_at < now() RETURNING 1)
+    SELECT count(*) FROM gone
+$$;
+ALTER FUNCTION purge_expired_login_states() OWNER TO {{auth}};
+REVOKE ALL ON FUNCTION purge_expired_login_states() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION purge_expired_login_states() TO {{app}};

@@ -49,7 +49,7 @@ RETURNS TABLE (
     line_count    integer,
     content       text)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, public
+SET search_path = pg_catalog, public, pg_temp
 SET enable_seqscan = off
 SET enable_indexscan = off
 AS $fn$

@@ -44,4 +44,6 @@ GRANT USAGE ON SCHEMA public TO {{app}};
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {{app}};
 REVOKE UPDATE, DELETE ON audit_events FROM {{app}};
 REVOKE ALL ON schema_migrations FROM {{app}};
+-- /readyz compares the applied migrations with the embedded ones.
+GRANT SELECT ON schema_migrations TO {{app}};
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {{app}};

@@ -54,6 +54,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	bearer := &authn.Bearer{DB: db, Logger: logger}
 	defer bearer.Wait()
 
+	cursorKey, err := cfg.CursorKeyFor(ctx, db)
+	if err != nil {
+		return fmt.Errorf("cursor key: %w", err)
+	}
+
 	// Rate limits: in memory for one process, in Redis when REDIS_URL is
 	// set so that every replica shares one budget.
 	var limiter ratelimit.Limiter = ratelimit.NewMemory()
@@ -104,17 +109,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			Logger:      logger,
 			SchemaCache: mcpserver.NewSchemaCache(),
 			Known:       &mcpserver.KnownSecrets{DB: db},
+			CursorKey:   cursorKey,
 		},
-		Logger:         logger,
-		Telemetry:      tel,
-		Sessions:       &authn.Sessions{DB: db, Secure: !cfg.LoopbackHTTP()},
-		GitHub:         gh,
-		WebhookSecret:  []byte(secret),
-		Jobs:           enqueuer,
-		OIDC:           oidc.NewClient(nil),
-		DevSignIn:      cfg.LoopbackHTTP(),
-		Limiter:        limiter,
-		Limits:         httpserver.Limits{PerIP: perMinute(cfg.RatePerIP), PerToken: perMinute(cfg.RatePerToken)},
+		Logger:        logger,
+		Telemetry:     tel,
+		Sessions:      &authn.Sessions{DB: db, Secure: !cfg.LoopbackHTTP()},
+		GitHub:        gh,
+		WebhookSecret: []byte(secret),
+		Jobs:          enqueuer,
+		OIDC:          oidc.NewClient(nil),
+		DevSignIn:     cfg.LoopbackHTTP(),
+		Limiter:       limiter,
+		Limits: httpserver.Limits{PerIP: perMinute(cfg.RatePerIP), PerToken: perMinute(cfg.RatePerToken), Login: perMinute(cfg.LoginRatePerIP),
+			Webhook: perMinute(cfg.WebhookRatePerIP)},
 		TrustedProxies: cfg.TrustedProxies,
 	})
 	if err != nil {
@@ -136,6 +143,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fmt.Fprintf(stdout, "api listening on http://%s (PUBLIC_URL %s)\n", ln.Addr(), cfg.PublicURL)
 	logger.Info("api started", "addr", ln.Addr().String(), "public_url", cfg.PublicURL)
 
+	// Sign-in states expire after minutes; delete them on a schedule so that
+	// unauthenticated GET /t/{slug}/login cannot grow the table without end.
+	go purgeLoginStates(ctx, db, loginStatePurgeEvery, logger)
+
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -150,6 +161,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("api stopped")
 	return nil
+}
+
+// loginStatePurgeEvery is how often the API deletes expired sign-in
+// states. Every replica runs it; the delete is idempotent.
+const loginStatePurgeEvery = 10 * time.Minute
+
+// purgeLoginStates deletes expired sign-in states now and every interval
+// until ctx ends. Failures are logged and retried at the next tick.
+func purgeLoginStates(ctx context.Context, db interface {
+	PurgeExpiredLoginStates(context.Context) (int64, error)
+}, every time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if n, err := db.PurgeExpiredLoginStates(ctx); err != nil {
+			if ctx.Err() == nil {
+				logger.Warn("purging expired sign-in states failed", "err", err)
+			}
+		} else if n > 0 {
+			logger.Info("purged expired sign-in states", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func perMinute(n int) ratelimit.Rule { return ratelimit.Rule{Limit: n, Period: time.Minute} }

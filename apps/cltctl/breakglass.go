@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/codelotse/codelotse/pkg/authn"
+	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -21,7 +22,7 @@ const breakGlassTTL = 15 * time.Minute
 func cmdBreakGlass(e *env, args []string) error {
 	fs := e.flags("break-glass")
 	slug := fs.String("tenant", "", "tenant slug")
-	email := fs.String("email", "", "the operator's email (created in the tenant if missing, without a membership)")
+	email := fs.String("email", "", "the operator's email: an existing user of the tenant (cltctl user add first)")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -30,7 +31,12 @@ func cmdBreakGlass(e *env, args []string) error {
 	}
 	var link string
 	err := e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		u, err := postgres.EnsureUser(e.ctx, tx, tid, *email)
+		// Only an existing, not deleted user: break-glass must never create
+		// or revive an account (a deleted user stays deleted).
+		u, err := postgres.UserByEmail(e.ctx, tx, tid, *email)
+		if codelotse.ErrorCode(err) == codelotse.NotFound {
+			return codelotse.Errorf(codelotse.NotFound, "no user with email %s in tenant %s: add the operator first with cltctl user add --tenant %s --email %s", *email, *slug, *slug, *email)
+		}
 		if err != nil {
 			return err
 		}

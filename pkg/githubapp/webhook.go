@@ -1,7 +1,13 @@
 package githubapp
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -41,6 +47,55 @@ func ParseWebhook(secret []byte, h http.Header, body []byte) (WebhookEvent, erro
 	if err := github.ValidateSignature(sig, body, secret); err != nil {
 		return ev, ErrBadSignature
 	}
+	return parseVerified(h, body)
+}
+
+// ErrTooLarge means a delivery's body is over the limit given to
+// ReadWebhook.
+var ErrTooLarge = errors.New("webhook payload too large")
+
+// SignedDelivery is a verified delivery: its event, its body and the
+// SHA-256 of the body (to recognise a replayed body under a fresh
+// delivery id).
+type SignedDelivery struct {
+	Event  WebhookEvent
+	Digest [32]byte
+}
+
+// ReadWebhook reads at most limit bytes of body through the HMAC-SHA256 of
+// secret and a SHA-256 digest, then checks the signature and reads the
+// event. A delivery without a well-formed signature header is refused
+// before any of the body is read; one over limit stops at limit bytes. The
+// body is kept only while it is parsed.
+func ReadWebhook(secret []byte, h http.Header, body io.Reader, limit int64) (SignedDelivery, error) {
+	var d SignedDelivery
+	if len(secret) == 0 {
+		return d, errors.New("webhook secret not configured")
+	}
+	want, err := hex.DecodeString(strings.TrimPrefix(h.Get(github.SHA256SignatureHeader), "sha256="))
+	if !strings.HasPrefix(h.Get(github.SHA256SignatureHeader), "sha256=") || err != nil || len(want) != sha256.Size {
+		return d, ErrBadSignature
+	}
+	mac, digest := hmac.New(sha256.New, secret), sha256.New()
+	var buf bytes.Buffer
+	n, err := io.Copy(io.MultiWriter(mac, digest, &buf), io.LimitReader(body, limit+1))
+	if err != nil {
+		return d, fmt.Errorf("reading webhook body: %w", err)
+	}
+	if n > limit {
+		return d, ErrTooLarge
+	}
+	if !hmac.Equal(mac.Sum(nil), want) {
+		return d, ErrBadSignature
+	}
+	copy(d.Digest[:], digest.Sum(nil))
+	d.Event, err = parseVerified(h, buf.Bytes())
+	return d, err
+}
+
+// parseVerified reads a delivery whose signature was checked.
+func parseVerified(h http.Header, body []byte) (WebhookEvent, error) {
+	var ev WebhookEvent
 	ev.Event, ev.DeliveryID = h.Get(github.EventTypeHeader), h.Get(github.DeliveryIDHeader)
 	if ev.Event == "" || ev.DeliveryID == "" || len(ev.DeliveryID) > 100 || len(ev.Event) > 100 {
 		return ev, errors.New("webhook without a valid X-GitHub-Event or X-GitHub-Delivery")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -81,6 +82,12 @@ func (s *Server) mcpPost(c echo.Context) error {
 	}
 	p, g := res.Principal, res.Grants
 
+	// A wrong Content-Type: the SDK would answer 415 in plain text; a
+	// client's mistake gets a JSON-RPC 400 like every other protocol error
+	// (docs/decisions.md, "Issue 9").
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return jsonRPCError(c, http.StatusBadRequest, -32600, "Invalid request: Content-Type must be application/json.")
+	}
 	// Protocol errors are JSON-RPC errors (ARCHITECTURE §6.1). The SDK
 	// answers malformed messages and unknown methods with plain-text 400s,
 	// so the message is checked here first and the SDK's answer rewritten.
@@ -101,8 +108,18 @@ func (s *Server) mcpPost(c echo.Context) error {
 	inner.Header = sdkHeaders(r.Header)
 	inner.Body = io.NopCloser(bytes.NewReader(body))
 	inner.ContentLength = int64(len(body))
-	rec := &recorder{header: http.Header{}}
+	rec := &recorder{header: http.Header{}, limit: MaxAnswerBytes}
 	s.mcp.ServeHTTP(rec, inner)
+	if rec.overflow {
+		// Cannot happen while every tool result is capped at 32 KiB; if it
+		// does, the request fails cleanly instead of buffering without end.
+		s.cfg.Logger.Error("MCP answer exceeded its bound; refused", "method", known(msg.Method, mcpMethods), "limit", MaxAnswerBytes)
+		endSpan(telemetry.MCPOperation{Method: known(msg.Method, mcpMethods), ErrorType: "-32603"})
+		return c.JSON(http.StatusInternalServerError, map[string]any{
+			"jsonrpc": "2.0", "id": msg.ID,
+			"error": map[string]any{"code": -32603, "message": "Internal error: the answer was too large. The failure was logged."},
+		})
+	}
 	if msg.Method != "" && !strings.HasPrefix(msg.Method, "notifications/") {
 		// Client-supplied names are bounded to known values so that metric
 		// series cannot be multiplied by a client.
@@ -195,9 +212,8 @@ func outcome(status int, body []byte) string {
 	return ""
 }
 
-// peekMessage checks that body is a JSON-RPC 2.0 message (or a batch, which
-// the SDK judges by protocol version) and returns a JSON-RPC error body when
-// it is not.
+// peekMessage checks that body is one JSON-RPC 2.0 message and returns a
+// JSON-RPC error body when it is not (batches included).
 func peekMessage(body []byte) (rpcMessage, map[string]any) {
 	var m rpcMessage
 	trimmed := bytes.TrimSpace(body)
@@ -212,10 +228,14 @@ func peekMessage(body []byte) (rpcMessage, map[string]any) {
 	case len(trimmed) == 0 || errors.As(err, &se):
 		return m, fail(-32700, "Parse error: the body is not valid JSON.")
 	case trimmed[0] == '[':
+		// Batches are refused whatever the protocol version (docs/decisions.md,
+		// "Issue 9"): one HTTP request is one rate-limited call with one
+		// capped answer. 2025-06-18 removed batching; no MCP client we know
+		// of sends them on 2025-03-26.
 		if !json.Valid(trimmed) {
 			return m, fail(-32700, "Parse error: the body is not valid JSON.")
 		}
-		return m, nil // a batch: the SDK judges it by protocol version
+		return m, fail(-32600, "Invalid request: batches are not supported; send one JSON-RPC message per HTTP request.")
 	case err != nil:
 		return m, fail(-32600, "Invalid request: expected a JSON-RPC 2.0 message object.")
 	case m.JSONRPC != "2.0":
@@ -224,18 +244,35 @@ func peekMessage(body []byte) (rpcMessage, map[string]any) {
 	return m, nil
 }
 
+// MaxAnswerBytes bounds the SDK's answer held in memory for one request.
+// A tool's text is capped at 32 KiB; JSON-escaping it inside the JSON-RPC
+// envelope can grow it up to six times (\u003c for every '<'), plus the
+// envelope and metadata, so 256 KiB is never reached by a correct answer.
+const MaxAnswerBytes = 256 << 10
+
 // recorder buffers the SDK's answer so that it can be checked before it is
-// sent. Answers are JSON (no SSE) and bounded by the 32 KiB result cap.
+// sent. Answers are JSON (no SSE); past limit bytes it keeps nothing more
+// and the write fails, so a runaway answer cannot exhaust memory.
 type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
+	header   http.Header
+	status   int
+	body     bytes.Buffer
+	limit    int
+	overflow bool
 }
+
+// errAnswerTooLarge stops the SDK's write once the bound is passed.
+var errAnswerTooLarge = errors.New("answer exceeds its bound")
 
 func (r *recorder) Header() http.Header { return r.header }
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
+	}
+	if r.overflow || r.body.Len()+len(b) > r.limit {
+		r.overflow = true
+		r.body.Reset()
+		return 0, errAnswerTooLarge
 	}
 	return r.body.Write(b)
 }
@@ -285,10 +322,15 @@ func jsonRPCError(c echo.Context, status, code int, msg string) error {
 // logged: an unavailable Redis must not take the endpoint down or turn into
 // a 500.
 func (s *Server) limit(c echo.Context, key string, rule ratelimit.Rule) ratelimit.Decision {
+	return s.limitBucket(c, "mcp:"+key, rule)
+}
+
+// limitBucket applies rule to a key that names its bucket.
+func (s *Server) limitBucket(c echo.Context, key string, rule ratelimit.Rule) ratelimit.Decision {
 	if s.cfg.Limiter == nil || rule.Limit <= 0 {
 		return ratelimit.Decision{Allowed: true}
 	}
-	d, err := s.cfg.Limiter.Allow(c.Request().Context(), "mcp:"+key, rule)
+	d, err := s.cfg.Limiter.Allow(c.Request().Context(), key, rule)
 	if err != nil {
 		s.cfg.Logger.Warn("rate limiter failed; allowing the request", "err", err)
 		return ratelimit.Decision{Allowed: true}

@@ -97,12 +97,25 @@ func (s *Server) admin(c echo.Context) error {
 	}
 	noStore(c)
 	d := s.data(c, "Admin", pg)
-	d.Flash = c.QueryParam("done")
+	// Only known notices are shown: the query string is the visitor's to
+	// edit, and the page must not repeat text an attacker put in a link.
+	d.Flash = adminNotices[c.QueryParam("done")]
 	return s.render(c, http.StatusOK, "admin.html", d)
 }
 
-// adminDo runs an admin change and returns to the page with a note, or
-// re-renders it with the error.
+// adminNotices are the notices the admin page shows after a change, by the
+// key its redirect carries in done=.
+var adminNotices = map[string]string{
+	"mcp-on":          "MCP switched on.",
+	"mcp-off":         "MCP switched off.",
+	"idp-saved":       "Identity provider saved.",
+	"mapping-added":   "Mapping added.",
+	"mapping-removed": "Mapping removed.",
+	"token-revoked":   "Token revoked.",
+}
+
+// adminDo runs an admin change and returns to the page with a notice (a key
+// of adminNotices), or re-renders it with the error.
 func (s *Server) adminDo(c echo.Context, done string, fn func(ctx context.Context, tx pgx.Tx, tid string, actor postgres.Actor) error) error {
 	p := principal(c)
 	tid := c.Get(keyTenantID).(string)
@@ -133,9 +146,9 @@ func (s *Server) adminDo(c echo.Context, done string, fn func(ctx context.Contex
 // adminSetMCP is POST /t/:slug/admin/mcp.
 func (s *Server) adminSetMCP(c echo.Context) error {
 	on := c.FormValue("enabled") == "true"
-	msg := "MCP switched off."
+	msg := "mcp-off"
 	if on {
-		msg = "MCP switched on."
+		msg = "mcp-on"
 	}
 	return s.adminDo(c, msg, func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
 		_, err := postgres.SetMCPEnabled(ctx, tx, tid, on, a)
@@ -151,7 +164,7 @@ func (s *Server) adminSaveIdP(c echo.Context) error {
 	claim := formValue(c, "groups_claim")
 	scopes := strings.Fields(c.FormValue("scopes"))
 	enabled := c.FormValue("enabled") == "true"
-	return s.adminDo(c, "Identity provider saved.", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
+	return s.adminDo(c, "idp-saved", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
 		if !issuerAllowed(issuer) {
 			return codelotse.Errorf(codelotse.Invalid, "The issuer must be an https URL such as https://login.example.com (plain http only on this machine's loopback).")
 		}
@@ -188,7 +201,7 @@ func (s *Server) adminSaveIdP(c echo.Context) error {
 // adminAddMapping is POST /t/:slug/admin/mappings.
 func (s *Server) adminAddMapping(c echo.Context) error {
 	group, role, repo := formValue(c, "group"), formValue(c, "role"), formValue(c, "repository")
-	return s.adminDo(c, "Mapping added.", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
+	return s.adminDo(c, "mapping-added", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
 		p, err := postgres.IdentityProviderByIssuer(ctx, tx, tid, "")
 		if err != nil {
 			return codelotse.Errorf(codelotse.Invalid, "Configure the identity provider first.")
@@ -218,7 +231,7 @@ func (s *Server) adminDeleteMapping(c echo.Context) error {
 	if err != nil {
 		return s.page(c, http.StatusNotFound, "Not found", "No such mapping.")
 	}
-	return s.adminDo(c, "Mapping removed.", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
+	return s.adminDo(c, "mapping-removed", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
 		var group string
 		err := tx.QueryRow(ctx, `DELETE FROM oidc_group_mappings WHERE tenant_id = $1 AND id = $2 RETURNING group_name`, tid, id).Scan(&group)
 		if err != nil {
@@ -231,7 +244,7 @@ func (s *Server) adminDeleteMapping(c echo.Context) error {
 // adminRevokeToken is POST /t/:slug/admin/tokens/:id/revoke (any token).
 func (s *Server) adminRevokeToken(c echo.Context) error {
 	id := c.Param("id")
-	return s.adminDo(c, "Token revoked.", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
+	return s.adminDo(c, "token-revoked", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
 		return postgres.RevokeToken(ctx, tx, tid, id, "", a)
 	})
 }

@@ -4,7 +4,9 @@ import (
 	"crypto/hmac"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +29,13 @@ func (s *Server) login(c echo.Context) error {
 	slug := c.Get(keySlug).(string)
 	if p := principal(c); p != nil && p.Member {
 		return c.Redirect(http.StatusSeeOther, "/t/"+slug+"/mcp")
+	}
+	// Every unauthenticated start stores a sign-in state: bound per address.
+	if d := s.limitBucket(c, "login:ip:"+c.RealIP(), s.cfg.Limits.Login); !d.Allowed {
+		secs := max(1, int(math.Ceil(d.RetryAfter.Seconds())))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		return s.page(c, http.StatusTooManyRequests, "Too many sign-in attempts",
+			fmt.Sprintf("Too many sign-ins were started from your address. Try again in %d second%s.", secs, plural(secs)))
 	}
 	ctx := c.Request().Context()
 	tid := c.Get(keyTenantID).(string)

@@ -26,6 +26,17 @@ func (s *Server) readyz(c echo.Context) error {
 		s.cfg.Logger.Warn("readiness check failed", "err", err)
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "database unavailable"})
 	}
+	// A reachable database with a missing or older schema cannot serve:
+	// every query would fail. Run cltctl migrate before routing traffic.
+	pending, err := s.cfg.DB.PendingMigrations(ctx)
+	if err != nil {
+		s.cfg.Logger.Warn("readiness check failed", "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "schema missing: run cltctl migrate"})
+	}
+	if len(pending) > 0 {
+		s.cfg.Logger.Warn("readiness check failed: migrations pending", "pending", pending)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "schema not migrated: run cltctl migrate"})
+	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -65,17 +66,27 @@ type Config struct {
 	TrustedProxies []*net.IPNet
 }
 
-// Limits are the rate limits of the mcp bucket.
+// Limits are the rate limits of the mcp bucket, and of the unauthenticated
+// routes that write (sign-in starts, webhooks) per address.
 type Limits struct {
 	PerIP    ratelimit.Rule
 	PerToken ratelimit.Rule
+	// Login bounds GET /t/{slug}/login per address: each unauthenticated
+	// call stores a sign-in state.
+	Login ratelimit.Rule
+	// Webhook bounds POST /webhooks/github per address, checked before the
+	// body is read.
+	Webhook ratelimit.Rule
 }
 
 // DefaultLimits are ARCHITECTURE §6.4's: 600 a minute per IP, 120 a minute
-// per token.
+// per token; 30 sign-in starts and 600 webhook deliveries a minute per
+// address.
 var DefaultLimits = Limits{
 	PerIP:    ratelimit.Rule{Limit: 600, Period: time.Minute},
 	PerToken: ratelimit.Rule{Limit: 120, Period: time.Minute},
+	Login:    ratelimit.Rule{Limit: 30, Period: time.Minute},
+	Webhook:  ratelimit.Rule{Limit: 600, Period: time.Minute},
 }
 
 // MaxBodyBytes is the largest request body a bearer route accepts.
@@ -89,6 +100,8 @@ type Server struct {
 	mcp       http.Handler
 	templates *template.Template
 	tel       *telemetry.Telemetry
+	// webhookSlots bounds the webhook bodies read at once.
+	webhookSlots chan struct{}
 }
 
 // New builds the server and its routes.
@@ -127,12 +140,13 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
 	}
-	s := &Server{cfg: cfg, echo: e, origins: origins, mcp: mcpserver.Handler(cfg.Logger), templates: tpl, tel: cfg.Telemetry}
+	s := &Server{cfg: cfg, echo: e, origins: origins, mcp: mcpserver.Handler(cfg.Logger), templates: tpl, tel: cfg.Telemetry,
+		webhookSlots: make(chan struct{}, webhookSlots)}
 	if s.tel == nil {
 		s.tel = telemetry.Disabled()
 	}
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.recoverer, s.accessLog)
+	e.Use(s.recoverer, s.accessLog, s.plainInput)
 	s.routes()
 	return s, nil
 }
@@ -211,6 +225,47 @@ func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// maxFormBytes bounds a page form's body; the largest form (identity
+// provider settings) is well under 8 KiB.
+const maxFormBytes = 64 << 10
+
+// plainInput refuses, with a 400 page, a request whose path, query or page
+// form holds a NUL byte or invalid UTF-8: no route means them, PostgreSQL
+// refuses them in text, and they must never turn into a 500. Bearer and
+// webhook bodies are JSON and are not read here (the webhook's body is read
+// only after its rate limit).
+func (s *Server) plainInput(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		bad := !plainText(r.URL.Path)
+		for _, vs := range r.URL.Query() {
+			for _, v := range vs {
+				bad = bad || !plainText(v)
+			}
+		}
+		if !bad && r.Method == http.MethodPost && r.URL.Path != "/mcp" && r.URL.Path != "/webhooks/github" &&
+			strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+			r.Body = http.MaxBytesReader(c.Response(), r.Body, maxFormBytes)
+			if err := r.ParseForm(); err != nil {
+				return s.page(c, http.StatusBadRequest, "Bad request", "The form could not be read. Go back to the page and try again.")
+			}
+			for k, vs := range r.PostForm {
+				bad = bad || !plainText(k)
+				for _, v := range vs {
+					bad = bad || !plainText(v)
+				}
+			}
+		}
+		if bad {
+			return s.page(c, http.StatusBadRequest, "Bad request", "The request contains characters that no page accepts (a NUL byte or invalid UTF-8). Go back to the page and try again.")
+		}
+		return next(c)
+	}
+}
+
+// plainText reports whether v is valid UTF-8 without NUL bytes.
+func plainText(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }
 
 type requestIDKey struct{}
 

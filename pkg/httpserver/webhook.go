@@ -3,9 +3,11 @@ package httpserver
 import (
 	"context"
 	"errors"
-	"io"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
@@ -25,6 +27,14 @@ type Enqueuer interface {
 // maxWebhookBytes is GitHub's largest payload (25 MB).
 const maxWebhookBytes = 25 << 20
 
+// webhookSlots is how many delivery bodies are read at once, bounding the
+// memory webhooks can hold (slots × 25 MB); webhookSlotWait is how long a
+// delivery waits for a slot before a 503 asks GitHub to redeliver.
+const (
+	webhookSlots    = 4
+	webhookSlotWait = 5 * time.Second
+)
+
 var webhookActor = postgres.Actor{Label: "github-webhook"}
 
 // githubWebhook is POST /webhooks/github. It answers within GitHub's 10 s
@@ -34,19 +44,37 @@ func (s *Server) githubWebhook(c echo.Context) error {
 	if len(s.cfg.WebhookSecret) == 0 || s.cfg.Jobs == nil {
 		return c.JSON(http.StatusNotFound, map[string]string{"error": "GitHub webhooks are not configured on this server"})
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxWebhookBytes))
-	if err != nil {
+	// Per address, before a byte of the body is read.
+	if d := s.limitBucket(c, "webhook:ip:"+c.RealIP(), s.cfg.Limits.Webhook); !d.Allowed {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.RetryAfter.Seconds())))))
+		return c.JSON(http.StatusTooManyRequests, map[string]string{"error": "too many deliveries from this address"})
+	}
+	r := c.Request()
+	if r.ContentLength > maxWebhookBytes {
 		return c.JSON(http.StatusRequestEntityTooLarge, map[string]string{"error": "payload too large"})
 	}
-	ev, err := githubapp.ParseWebhook(s.cfg.WebhookSecret, c.Request().Header, body)
-	if errors.Is(err, githubapp.ErrBadSignature) {
+	// A few bodies at a time: each may hold up to 25 MB while it is parsed.
+	select {
+	case s.webhookSlots <- struct{}{}:
+		defer func() { <-s.webhookSlots }()
+	case <-time.After(webhookSlotWait):
+		c.Response().Header().Set("Retry-After", "5")
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "busy; redeliver shortly"})
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
+	d, err := githubapp.ReadWebhook(s.cfg.WebhookSecret, r.Header, r.Body, maxWebhookBytes)
+	switch {
+	case errors.Is(err, githubapp.ErrBadSignature):
 		s.cfg.Logger.Warn("webhook with a bad signature refused")
 		return c.JSON(http.StatusUnauthorized, map[string]string{"error": "bad signature"})
-	}
-	if err != nil {
+	case errors.Is(err, githubapp.ErrTooLarge):
+		return c.JSON(http.StatusRequestEntityTooLarge, map[string]string{"error": "payload too large"})
+	case err != nil:
 		s.cfg.Logger.Warn("webhook refused", "err", err)
-		return c.JSON(http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": "invalid delivery"})
 	}
+	ev := d.Event
 	if ev.InstallationID == 0 {
 		return c.JSON(http.StatusAccepted, map[string]string{"status": "ignored: no installation"})
 	}
@@ -61,7 +89,7 @@ func (s *Server) githubWebhook(c echo.Context) error {
 	}
 	status := "queued"
 	err = s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		first, err := postgres.RecordDelivery(ctx, tx, tid, ev.DeliveryID, ev.Event)
+		first, err := postgres.RecordDelivery(ctx, tx, tid, ev.DeliveryID, ev.Event, d.Digest[:])
 		if err != nil {
 			return err
 		}

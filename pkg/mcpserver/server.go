@@ -47,6 +47,9 @@ type Deps struct {
 	SchemaCache *mcp.SchemaCache
 	// Known caches tenants' known-secret fingerprints; nil: patterns only.
 	Known *KnownSecrets
+	// CursorKey signs the tools' cursors (HMAC-SHA256). Every replica must
+	// share it; empty: a random key of this process (tests only).
+	CursorKey []byte
 }
 
 // session is one request's principal and grants, captured by the tools.

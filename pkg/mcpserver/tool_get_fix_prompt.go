@@ -88,16 +88,47 @@ func runGetFixPrompt(ctx context.Context, s *session, raw json.RawMessage) (shap
 	for i, f := range findings {
 		items[i] = findingItem(f, false)
 	}
+	kept, omitted := capRules(relevantRules(rules, findings))
+	head := []shape.Field{
+		{Key: "repository", Value: r.FullName},
+		{Key: "pull_request", Value: map[string]any{"number": pr.Number, "title": pr.Title, "head": pr.HeadRef, "head_sha": pr.HeadSHA, "url": pr.URL}},
+		{Key: "rules", Value: kept},
+	}
+	if omitted > 0 {
+		head = append(head,
+			shape.Field{Key: "rules_truncated", Value: true},
+			shape.Field{Key: "rules_omitted", Value: omitted},
+			shape.Field{Key: "rules_hint", Value: "More rules apply than fit in this prompt; call get_rules with this repository for every rule."})
+	}
 	return shape.Doc{
-		Lead: fixLead,
-		Head: []shape.Field{
-			{Key: "repository", Value: r.FullName},
-			{Key: "pull_request", Value: map[string]any{"number": pr.Number, "title": pr.Title, "head": pr.HeadRef, "head_sha": pr.HeadSHA, "url": pr.URL}},
-			{Key: "rules", Value: relevantRules(rules, findings)},
-		},
+		Lead:    fixLead,
+		Head:    head,
 		ListKey: "findings",
 		Items:   items,
 	}, nil
+}
+
+// Bounds of the rules section of a fix prompt. The section is part of the
+// document head, which the 32 KiB cap cannot shorten by dropping items, so
+// it is capped here like any list: whole rules, in order of scope and
+// severity, until either bound is reached. The findings keep the rest.
+const (
+	maxFixRules     = 30
+	maxFixRuleBytes = 12 << 10
+)
+
+// capRules keeps the leading rules within maxFixRules and maxFixRuleBytes
+// (as JSON) and says how many were left out.
+func capRules(rules []ruleOut) ([]ruleOut, int) {
+	size := 0
+	for i, r := range rules {
+		b, _ := json.Marshal(r)
+		size += len(b) + 1
+		if i >= maxFixRules || (size > maxFixRuleBytes && i > 0) {
+			return rules[:i], len(rules) - i
+		}
+	}
+	return rules, 0
 }
 
 // relevantRules are the rules a finding names, plus rules whose path globs

@@ -28,10 +28,11 @@ var listRepositories = tool{
 	run: runListRepositories,
 }
 
+// listReposPos is the last repository shown, by id only: the page after
+// it is found by that repository's name in the database, so the cursor
+// carries no name.
 type listReposPos struct {
-	Name  string `json:"n"`
-	ID    int64  `json:"i"`
-	Query string `json:"q"`
+	ID int64 `json:"i"`
 }
 
 type repoOut struct {
@@ -56,15 +57,13 @@ func runListRepositories(ctx context.Context, s *session, raw json.RawMessage) (
 	}
 	limit := clamp(in.Limit, 1, 100, 30)
 	var pos listReposPos
+	bind := argsHash(in.Query)
 	if in.Cursor != "" {
-		if err := decodeCursor("list_repositories", in.Cursor, &pos); err != nil {
+		if err := s.decodeCursor("list_repositories", bind, in.Cursor, &pos); err != nil {
 			return shape.Doc{}, err
 		}
-		if pos.Query != in.Query {
-			return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "Invalid cursor: it belongs to a different query; omit cursor to start over.")
-		}
 	}
-	repos, err := postgres.ListRepositories(ctx, s.deps.DB, s.principal.TenantID, s.filter(), in.Query, pos.Name, pos.ID, limit+1)
+	repos, err := postgres.ListRepositories(ctx, s.deps.DB, s.principal.TenantID, s.filter(), in.Query, pos.ID, limit+1)
 	if err != nil {
 		return shape.Doc{}, err
 	}
@@ -85,7 +84,7 @@ func runListRepositories(ctx context.Context, s *session, raw json.RawMessage) (
 		items[i] = o
 	}
 	cursorAt := func(i int) any {
-		return encodeCursor("list_repositories", listReposPos{Name: repos[i].FullName, ID: repos[i].ID, Query: in.Query})
+		return s.encodeCursor("list_repositories", bind, listReposPos{ID: repos[i].ID})
 	}
 	doc := shape.Doc{
 		Head:    []shape.Field{{Key: "access", Value: s.access()}},

@@ -49,10 +49,10 @@ const (
 	maxLineBytes    = 500
 )
 
+// searchCodePos is the last match shown: a chunk id and a line number.
 type searchCodePos struct {
-	Chunk int64  `json:"c"`
-	Line  int    `json:"l"`
-	Hash  string `json:"h"`
+	Chunk int64 `json:"c"`
+	Line  int   `json:"l"`
 }
 
 type codeMatch struct {
@@ -120,11 +120,8 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 	hash := argsHash(in.Query, string(in.Repository), in.Path, in.Regex, in.CaseSensitive)
 	var pos searchCodePos
 	if in.Cursor != "" {
-		if err := decodeCursor("search_code", in.Cursor, &pos); err != nil {
+		if err := s.decodeCursor("search_code", hash, in.Cursor, &pos); err != nil {
 			return shape.Doc{}, err
-		}
-		if pos.Hash != hash {
-			return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "Invalid cursor: it belongs to a search with other arguments; omit cursor to start over.")
 		}
 	}
 
@@ -161,7 +158,7 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 					continue
 				}
 				m := codeMatch{Repository: c.FullName, Commit: c.Commit, Path: c.Path, Line: n, Text: clip(line),
-					pos: searchCodePos{Chunk: c.ChunkID, Line: n, Hash: hash}}
+					pos: searchCodePos{Chunk: c.ChunkID, Line: n}}
 				if ctxLines > 0 {
 					var b strings.Builder
 					for k := max(c.StartLine, n-ctxLines); k <= min(c.EndLine, n+ctxLines); k++ {
@@ -190,7 +187,7 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 	for i, m := range matches {
 		items[i] = m
 	}
-	cursorAt := func(i int) any { return encodeCursor("search_code", matches[i].pos) }
+	cursorAt := func(i int) any { return s.encodeCursor("search_code", hash, matches[i].pos) }
 	doc := shape.Doc{
 		Head: []shape.Field{
 			{Key: "query", Value: in.Query},
@@ -207,7 +204,7 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 	case !exhausted && budgetSpent:
 		// The budget ran out before the index did: continue after the last
 		// chunk scanned.
-		doc.NextCursor = encodeCursor("search_code", searchCodePos{Chunk: after + 1, Line: 0, Hash: hash})
+		doc.NextCursor = s.encodeCursor("search_code", hash, searchCodePos{Chunk: after + 1, Line: 0})
 		doc.Head = append(doc.Head, shape.Field{Key: "note", Value: "The search budget ran out before the whole index was scanned; pass next_cursor to continue."})
 	}
 	return doc, nil

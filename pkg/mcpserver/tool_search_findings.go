@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -34,10 +33,9 @@ var searchFindings = tool{
 	run: runSearchFindings,
 }
 
+// searchFindingsPos is the last finding shown, by id only.
 type searchFindingsPos struct {
-	Time time.Time `json:"t"`
-	ID   int64     `json:"i"`
-	Hash string    `json:"h"`
+	ID int64 `json:"i"`
 }
 
 func runSearchFindings(ctx context.Context, s *session, raw json.RawMessage) (shape.Doc, error) {
@@ -99,13 +97,10 @@ func runSearchFindings(ctx context.Context, s *session, raw json.RawMessage) (sh
 	hash := argsHash(in.Query, string(in.Repository), in.Severity, f.Status, in.Rule, in.Path, in.PullRequest)
 	if in.Cursor != "" {
 		var pos searchFindingsPos
-		if err := decodeCursor("search_findings", in.Cursor, &pos); err != nil {
+		if err := s.decodeCursor("search_findings", hash, in.Cursor, &pos); err != nil {
 			return shape.Doc{}, err
 		}
-		if pos.Hash != hash {
-			return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "Invalid cursor: it belongs to a search with other filters; omit cursor to start over.")
-		}
-		f.AfterTime, f.AfterID = &pos.Time, pos.ID
+		f.AfterID = pos.ID
 	}
 	found, err := postgres.SearchFindings(ctx, s.deps.DB, s.principal.TenantID, f)
 	if err != nil {
@@ -121,7 +116,7 @@ func runSearchFindings(ctx context.Context, s *session, raw json.RawMessage) (sh
 		items[i] = findingItem(x, true)
 	}
 	cursorAt := func(i int) any {
-		return encodeCursor("search_findings", searchFindingsPos{Time: found[i].CreatedAt, ID: found[i].ID, Hash: hash})
+		return s.encodeCursor("search_findings", hash, searchFindingsPos{ID: found[i].ID})
 	}
 	doc := shape.Doc{ListKey: "findings", Items: items, Cursor: cursorAt}
 	if more {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/codelotse/codelotse/pkg/safehttp"
 )
 
 // DefaultGroupsClaim and DefaultScopes apply when a Provider leaves
@@ -75,8 +78,9 @@ func (p Provider) scopes() []string {
 }
 
 // validate refuses settings that would fail later in a less legible way, or
-// that would send the user's code and our client secret in clear text.
-func (p Provider) validate() error {
+// that would send the user's code and our client secret in clear text:
+// plain http only where httpOK says so for the issuer's host.
+func (p Provider) validate(httpOK func(host string) bool) error {
 	switch {
 	case p.Issuer == "":
 		return fail(ErrConfig, "the provider has no issuer")
@@ -89,8 +93,8 @@ func (p Provider) validate() error {
 	if err != nil || u.Host == "" {
 		return fail(ErrConfig, "the issuer "+p.Issuer+" is not an absolute URL")
 	}
-	if u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname())) {
-		return fail(ErrConfig, "the issuer "+p.Issuer+" must use https (plain http is allowed only on a loopback address)")
+	if u.Scheme != "https" && !(u.Scheme == "http" && httpOK(u.Hostname())) {
+		return fail(ErrConfig, "the issuer "+p.Issuer+" must use https (plain http is allowed only in development, when the server allows it)")
 	}
 	return nil
 }
@@ -110,6 +114,8 @@ type Client struct {
 	http *http.Client
 	ttl  time.Duration
 	now  func() time.Time
+	// httpOK says whether a plain-http issuer on host is acceptable.
+	httpOK func(host string) bool
 
 	mu      sync.Mutex
 	issuers map[string]*issuerEntry
@@ -131,13 +137,37 @@ type discovered struct {
 	authStyle oauth2.AuthStyle
 }
 
+// Options configures the production client of New.
+type Options struct {
+	// AllowPrivate lists address ranges a provider may resolve to although
+	// safehttp refuses them (a local provider in development and tests).
+	// Empty in production.
+	AllowPrivate []netip.Prefix
+	// AllowHTTP permits plain-http issuers (development only).
+	AllowHTTP bool
+}
+
+// New returns the client the service uses: every request to a provider
+// (discovery, signing keys, token exchange, userinfo) goes through
+// pkg/safehttp, so an issuer typed by a tenant admin can never make the
+// service connect to its loopback, its private network, link-local or
+// metadata addresses, and plain http is refused unless o allows it.
+func New(o Options) *Client {
+	c := NewClient(safehttp.NewClient(safehttp.Options{Allow: o.AllowPrivate, AllowHTTP: o.AllowHTTP, Timeout: DefaultTimeout}))
+	c.httpOK = func(string) bool { return o.AllowHTTP }
+	return c
+}
+
 // NewClient returns a Client that talks to providers with httpClient, or
-// with an http.Client limited to DefaultTimeout when httpClient is nil.
+// with an http.Client limited to DefaultTimeout when httpClient is nil. It
+// trusts the transport it is given and accepts plain http on loopback only:
+// it is for tests and tools that run their own provider; the service uses
+// New.
 func NewClient(httpClient *http.Client) *Client {
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: DefaultTimeout}
 	}
-	return &Client{http: httpClient, ttl: DiscoveryTTL, now: time.Now, issuers: map[string]*issuerEntry{}}
+	return &Client{http: httpClient, ttl: DiscoveryTTL, now: time.Now, issuers: map[string]*issuerEntry{}, httpOK: isLoopback}
 }
 
 // AuthURL starts a sign-in: it discovers the provider (cached) and returns
@@ -145,7 +175,7 @@ func NewClient(httpClient *http.Client) *Client {
 // and the PKCE S256 challenge of verifier. The caller keeps all three in
 // its session for Finish.
 func (c *Client) AuthURL(ctx context.Context, p Provider, state, nonce, verifier string) (string, error) {
-	if err := p.validate(); err != nil {
+	if err := p.validate(c.httpOK); err != nil {
 		return "", err
 	}
 	if state == "" || nonce == "" {
@@ -227,6 +257,9 @@ func (c *Client) fetchDiscovery(ctx context.Context, issuer string) (*discovered
 	// The HTTP client travels in the context: go-oidc keeps it for the
 	// provider's key set, and oauth2 reads it from the same key.
 	provider, err := gooidc.NewProvider(gooidc.ClientContext(ctx, c.http), issuer)
+	if safehttp.IsForbidden(err) {
+		return nil, fail(ErrProvider, "discovery of "+issuer+": the issuer resolves to an address this server does not connect to (loopback, private, link-local or metadata)")
+	}
 	if err != nil {
 		return nil, fail(ErrProvider, "discovery of "+issuer+": "+err.Error())
 	}

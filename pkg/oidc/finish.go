@@ -42,7 +42,7 @@ type Claims struct {
 // group" would quietly strip every member of their access. The claim may be
 // an array of strings, a single string (one group) or null (no groups).
 func (c *Client) Finish(ctx context.Context, p Provider, code, verifier, nonce string) (Claims, error) {
-	if err := p.validate(); err != nil {
+	if err := p.validate(c.httpOK); err != nil {
 		return Claims{}, err
 	}
 	if code == "" || nonce == "" {

@@ -144,7 +144,7 @@ func TestValidate(t *testing.T) {
 	for _, issuer := range []string{"https://idp.example.com", "https://idp.example.com/realms/x", "http://127.0.0.1:5556", "http://localhost:8080", "http://[::1]:9000"} {
 		p := ok
 		p.Issuer = issuer
-		if err := p.validate(); err != nil {
+		if err := p.validate(isLoopback); err != nil {
 			t.Errorf("issuer %s: %v", issuer, err)
 		}
 	}
@@ -156,7 +156,7 @@ func TestValidate(t *testing.T) {
 		"no client":      {Issuer: "https://idp.example.com", RedirectURL: "r"},
 		"no redirect":    {Issuer: "https://idp.example.com", ClientID: "c"},
 	} {
-		if err := p.validate(); !errors.Is(err, ErrConfig) {
+		if err := p.validate(isLoopback); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: err = %v, want ErrConfig", name, err)
 		}
 	}

@@ -180,3 +180,29 @@ func ensureRoles(ctx context.Context, conn *pgx.Conn, opts MigrateOptions) error
 	}
 	return nil
 }
+
+// PendingMigrations lists the embedded migrations that the database has not
+// applied. A missing schema (no schema_migrations table) is an error, so
+// that /readyz fails on a database nobody migrated.
+func (d *DB) PendingMigrations(ctx context.Context) ([]string, error) {
+	names, err := fs.Glob(db.Migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := d.Pool.Query(ctx, "SELECT name FROM schema_migrations")
+	if err != nil {
+		return nil, codelotse.Wrap(codelotse.Unavailable, err, "reading schema_migrations")
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, codelotse.Wrap(codelotse.Unavailable, err, "reading schema_migrations")
+	}
+	var pending []string
+	for _, name := range names {
+		if base := strings.TrimPrefix(name, "migrations/"); !slices.Contains(done, base) {
+			pending = append(pending, base)
+		}
+	}
+	slices.Sort(pending)
+	return pending, nil
+}

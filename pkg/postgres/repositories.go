@@ -73,7 +73,7 @@ type RepoFilter struct {
 // ListRepositories lists viewable repositories whose full name contains
 // query (case-insensitive), ordered by full name then id, starting after the
 // keyset cursor (afterName, afterID), at most limit rows.
-func ListRepositories(ctx context.Context, db *DB, tenantID string, f RepoFilter, query string, afterName string, afterID int64, limit int) ([]codelotse.Repository, error) {
+func ListRepositories(ctx context.Context, db *DB, tenantID string, f RepoFilter, query string, afterID int64, limit int) ([]codelotse.Repository, error) {
 	var out []codelotse.Repository
 	err := db.ReadTenant(ctx, tenantID, `
 		SELECT r.id, r.full_name, r.default_branch, r.private, r.url, coalesce(r.indexed_commit, ''), r.indexed_at,
@@ -84,10 +84,10 @@ func ListRepositories(ctx context.Context, db *DB, tenantID string, f RepoFilter
 		WHERE r.tenant_id = $1
 		  AND ($2 OR r.id = ANY($3))
 		  AND ($4 = '' OR strpos(lower(r.full_name), lower($4)) > 0)
-		  AND (lower(r.full_name), r.id) > (lower($5), $6)
+		  AND ($5 = 0 OR (lower(r.full_name), r.id) > (SELECT lower(c.full_name), c.id FROM repositories c WHERE c.tenant_id = $1 AND c.id = $5))
 		ORDER BY lower(r.full_name), r.id
-		LIMIT $7`,
-		[]any{tenantID, f.All, f.IDs, query, afterName, afterID, limit},
+		LIMIT $6`,
+		[]any{tenantID, f.All, f.IDs, query, afterID, limit},
 		func(rows pgx.Rows) error {
 			for rows.Next() {
 				var r codelotse.Repository

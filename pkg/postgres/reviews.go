@@ -242,10 +242,10 @@ type FindingFilter struct {
 	Rule        string
 	PathPrefix  string
 	PRNumber    *int
-	// Keyset: findings strictly older than (AfterTime, AfterID).
-	AfterTime *time.Time
-	AfterID   int64
-	Limit     int
+	// Keyset: findings strictly older than finding AfterID (0: from the
+	// newest). Only the id travels in a cursor; its time is read here.
+	AfterID int64
+	Limit   int
 }
 
 // SearchFindings returns matching findings across the viewable
@@ -296,6 +296,15 @@ func searchFindingsQuery(tenantID string, f FindingFilter) (string, []any, error
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
+	// The cursor carries only the last finding's id; its time is read here.
+	// A finding deleted since then reads as -infinity, so the listing ends
+	// rather than starting over.
+	afterTime := func(id int64) string {
+		if id == 0 {
+			return "NULL::timestamptz"
+		}
+		return "coalesce((SELECT c.created_at FROM findings c WHERE c.tenant_id = $1 AND c.id = " + arg(id) + "), '-infinity'::timestamptz)"
+	}
 	where := "WHERE f.tenant_id = $1"
 	if f.Query != "" {
 		null := func(s string) *string {
@@ -311,7 +320,7 @@ func searchFindingsQuery(tenantID string, f FindingFilter) (string, []any, error
 		where += " AND f.id = ANY(ARRAY(SELECT s.id FROM search_finding_ids(" + strings.Join([]string{
 			arg(f.Repos.All), arg(nonNilIDs(f.Repos.IDs)), arg(f.RepoID), arg(f.Query), arg(sevArg) + "::text[]",
 			arg(null(f.Status)), arg(null(f.Rule)), arg(null(f.PathPrefix)), arg(f.PRNumber) + "::int",
-			arg(f.AfterTime) + "::timestamptz", arg(f.AfterID), arg(f.Limit),
+			afterTime(f.AfterID), arg(f.AfterID), arg(f.Limit),
 		}, ", ") + ") s))"
 	} else {
 		if !f.Repos.All {
@@ -337,8 +346,8 @@ func searchFindingsQuery(tenantID string, f FindingFilter) (string, []any, error
 			where += " AND f.pull_request_id = (SELECT id FROM pull_requests WHERE tenant_id = $1 AND repository_id = " +
 				arg(*f.RepoID) + " AND number = " + arg(*f.PRNumber) + ")"
 		}
-		if f.AfterTime != nil {
-			where += " AND (f.created_at, f.id) < (" + arg(*f.AfterTime) + ", " + arg(f.AfterID) + ")"
+		if f.AfterID != 0 {
+			where += " AND (f.created_at, f.id) < (" + afterTime(f.AfterID) + ", " + arg(f.AfterID) + ")"
 		}
 	}
 	// Built before the return statement: Go does not order the read of

@@ -137,3 +137,14 @@ func RevokeWebSession(ctx context.Context, tx pgx.Tx, tenantID string, hash []by
 	_, err := tx.Exec(ctx, `UPDATE web_sessions SET revoked_at = now() WHERE tenant_id = $1 AND session_hash = $2 AND revoked_at IS NULL`, tenantID, hash)
 	return err
 }
+
+// PurgeExpiredLoginStates deletes the sign-in states of every tenant that
+// have expired (used or not) and returns how many went. It runs through
+// the auth.maintenance function, which can reach expired rows only.
+func (db *DB) PurgeExpiredLoginStates(ctx context.Context) (int64, error) {
+	var n int64
+	if err := db.Pool.QueryRow(ctx, "SELECT purge_expired_login_states()").Scan(&n); err != nil {
+		return 0, codelotse.Wrap(codelotse.Unavailable, err, "purging expired login states")
+	}
+	return n, nil
+}

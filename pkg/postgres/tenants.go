@@ -4,15 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
 )
 
+// slugPattern is the CHECK of tenants.slug (migration 0001).
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
 // TenantIDBySlug resolves a slug through the auth.signin function, the one
 // cross-tenant read allowed before a tenant is known.
 func (db *DB) TenantIDBySlug(ctx context.Context, slug string) (string, error) {
+	// A slug from a URL can hold anything (%00 decodes to a NUL byte, which
+	// PostgreSQL refuses in text); only the shape the schema allows can name
+	// a tenant, so anything else is simply not found.
+	if !slugPattern.MatchString(slug) {
+		return "", codelotse.Errorf(codelotse.NotFound, "no tenant with that slug")
+	}
 	var id *string
 	if err := db.Pool.QueryRow(ctx, "SELECT tenant_id_by_slug($1)::text", slug).Scan(&id); err != nil {
 		return "", err
@@ -167,10 +177,12 @@ func (db *DB) TenantIDByInstallation(ctx context.Context, installationID int64) 
 	return *id, nil
 }
 
-// RecordDelivery records a webhook delivery; false when it was seen before.
-func RecordDelivery(ctx context.Context, tx pgx.Tx, tenantID, deliveryID, event string) (bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO github_deliveries (tenant_id, delivery_id, event) VALUES ($1, $2, $3)
-		ON CONFLICT DO NOTHING`, tenantID, deliveryID, event)
+// RecordDelivery records a webhook delivery; false when it was seen before:
+// the same delivery id (a redelivery), or the same body under another id (a
+// replay, recognised by the body's SHA-256).
+func RecordDelivery(ctx context.Context, tx pgx.Tx, tenantID, deliveryID, event string, bodySHA256 []byte) (bool, error) {
+	tag, err := tx.Exec(ctx, `INSERT INTO github_deliveries (tenant_id, delivery_id, event, body_sha256) VALUES ($1, $2, $3, $4)
+		ON CONFLICT DO NOTHING`, tenantID, deliveryID, event, bodySHA256)
 	return tag.RowsAffected() == 1, err
 }
 

@@ -53,33 +53,44 @@ func RefreshMembership(ctx context.Context, tx pgx.Tx, tenantID, userID string, 
 	return err
 }
 
-// DeleteUser marks a user deleted. Their tokens stop authenticating at once
-// (the auth function checks deleted_at); the rows stay for the audit log.
+// DeleteUser marks a user deleted and, in the same transaction, revokes
+// every token and web session of theirs, drops their unused sign-in links
+// and their cached memberships. A later re-add of the same email (cltctl
+// user add, a GitHub or OIDC sign-in) revives the user row but none of
+// these: old tokens and sessions stay revoked, access must be earned anew.
+// The rows stay for the audit log.
 func DeleteUser(ctx context.Context, tx pgx.Tx, tenantID, email string, actor Actor) error {
-	tag, err := tx.Exec(ctx, `UPDATE users SET deleted_at = now()
-		WHERE tenant_id = $1 AND lower(email) = lower($2) AND deleted_at IS NULL`, tenantID, strings.TrimSpace(email))
+	var userID string
+	err := tx.QueryRow(ctx, `UPDATE users SET deleted_at = now()
+		WHERE tenant_id = $1 AND lower(email) = lower($2) AND deleted_at IS NULL
+		RETURNING id::text`, tenantID, strings.TrimSpace(email)).Scan(&userID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return codelotse.Errorf(codelotse.NotFound, "no user with email %s in this tenant", email)
+	}
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return codelotse.Errorf(codelotse.NotFound, "no user with email %s in this tenant", email)
+	toks, err := tx.Exec(ctx, `UPDATE mcp_tokens SET revoked_at = now()
+		WHERE tenant_id = $1 AND user_id = $2 AND revoked_at IS NULL`, tenantID, userID)
+	if err != nil {
+		return err
 	}
-	return insertAudit(ctx, tx, tenantID, actor, "user.deleted", email, nil)
-}
-
-// EnsureUser returns the user with email, creating it without a membership
-// when missing (break-glass operators need no membership).
-func EnsureUser(ctx context.Context, tx pgx.Tx, tenantID, email string) (codelotse.User, error) {
-	var u codelotse.User
-	email = strings.TrimSpace(email)
-	err := tx.QueryRow(ctx, `INSERT INTO users (tenant_id, email) VALUES ($1, $2)
-		ON CONFLICT (tenant_id, lower(email)) DO UPDATE SET deleted_at = NULL
-		RETURNING id::text, tenant_id::text, email, name, created_at`, tenantID, email).
-		Scan(&u.ID, &u.TenantID, &u.Email, &u.Name, &u.CreatedAt)
-	if isCheckViolation(err) {
-		return u, codelotse.Errorf(codelotse.Invalid, "%q is not an email address", email)
+	sess, err := tx.Exec(ctx, `UPDATE web_sessions SET revoked_at = now()
+		WHERE tenant_id = $1 AND user_id = $2 AND revoked_at IS NULL`, tenantID, userID)
+	if err != nil {
+		return err
 	}
-	return u, err
+	for _, q := range []string{
+		`DELETE FROM login_states WHERE tenant_id = $1 AND user_id = $2`,
+		`DELETE FROM repo_memberships WHERE tenant_id = $1 AND user_id = $2`,
+		`DELETE FROM tenant_memberships WHERE tenant_id = $1 AND user_id = $2`,
+	} {
+		if _, err := tx.Exec(ctx, q, tenantID, userID); err != nil {
+			return err
+		}
+	}
+	return insertAudit(ctx, tx, tenantID, actor, "user.deleted", email,
+		map[string]any{"tokens_revoked": toks.RowsAffected(), "sessions_revoked": sess.RowsAffected()})
 }
 
 // UpsertGitHubUser finds the tenant's user with this GitHub id (or, the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/safehttp"
 )
 
 // DefaultDatabaseURL is used when DATABASE_URL is not set: the local
@@ -37,10 +39,24 @@ type Config struct {
 	// RatePerToken and RatePerIP are requests a minute on /mcp (0: no limit).
 	RatePerToken int
 	RatePerIP    int
+	// LoginRatePerIP is sign-ins started a minute per address on
+	// GET /t/{slug}/login (0: no limit).
+	LoginRatePerIP int
+	// WebhookRatePerIP is webhook deliveries a minute per address on
+	// POST /webhooks/github (0: no limit).
+	WebhookRatePerIP int
 	// RedisURL, when set, shares rate limits across replicas.
 	RedisURL string
 	// TrustedProxies are CIDRs whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
+	// OIDCAllowPrivate are address ranges identity providers may resolve
+	// to although they are not public (OIDC_ALLOW_PRIVATE_CIDRS, development
+	// only); OIDCAllowHTTP permits plain-http issuers (OIDC_ALLOW_HTTP).
+	OIDCAllowPrivate []netip.Prefix
+	OIDCAllowHTTP    bool
+	// CursorKey signs MCP cursors (CURSOR_KEY); empty: the key stored once
+	// in the database (server_keys), shared by every replica.
+	CursorKey []byte
 }
 
 // Load reads the configuration from getenv.
@@ -90,6 +106,12 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.RatePerIP, err2 = intEnv(getenv, "MCP_RATE_PER_IP", 600); err2 != nil {
 		return c, err2
 	}
+	if c.LoginRatePerIP, err2 = intEnv(getenv, "LOGIN_RATE_PER_IP", 30); err2 != nil {
+		return c, err2
+	}
+	if c.WebhookRatePerIP, err2 = intEnv(getenv, "WEBHOOK_RATE_PER_IP", 600); err2 != nil {
+		return c, err2
+	}
 	c.RedisURL = getenv("REDIS_URL")
 	for _, p := range strings.Split(getenv("TRUSTED_PROXIES"), ",") {
 		if p = strings.TrimSpace(p); p == "" {
@@ -107,6 +129,20 @@ func Load(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("TRUSTED_PROXIES: %q is not an IP address or CIDR", p)
 		}
 		c.TrustedProxies = append(c.TrustedProxies, n)
+	}
+	if c.OIDCAllowPrivate, err = safehttp.ParseAllow(getenv("OIDC_ALLOW_PRIVATE_CIDRS")); err != nil {
+		return c, fmt.Errorf("OIDC_ALLOW_PRIVATE_CIDRS: %v", err)
+	}
+	if v := getenv("OIDC_ALLOW_HTTP"); v != "" {
+		if c.OIDCAllowHTTP, err = strconv.ParseBool(v); err != nil {
+			return c, fmt.Errorf("OIDC_ALLOW_HTTP must be true or false, not %q", v)
+		}
+	}
+	if k := getenv("CURSOR_KEY"); k != "" {
+		if len(k) < 32 {
+			return c, fmt.Errorf("CURSOR_KEY must be at least 32 characters (e.g. openssl rand -hex 32), or unset to use the key stored in the database")
+		}
+		c.CursorKey = []byte(k)
 	}
 	if lv := getenv("LOG_LEVEL"); lv != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(lv)); err != nil {
@@ -145,6 +181,17 @@ func (c Config) OpenRuntime(ctx context.Context) (*postgres.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// CursorKeyFor returns the key that signs MCP cursors: CURSOR_KEY when set,
+// else the key stored in the database, created by the first replica that
+// asks. Never a per-process random key: a cursor made by one replica must
+// verify on every other behind the same load balancer.
+func (c Config) CursorKeyFor(ctx context.Context, db *postgres.DB) ([]byte, error) {
+	if len(c.CursorKey) > 0 {
+		return c.CursorKey, nil
+	}
+	return db.ServerKey(ctx, "mcp_cursor")
 }
 
 // Logger returns a JSON logger on w at the configured level.

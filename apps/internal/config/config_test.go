@@ -1,0 +1,38 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEdgeSettings: the issue-9 settings parse, and mistakes in them stop
+// the program with a message that names the setting.
+func TestEdgeSettings(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	c, err := Load(env(map[string]string{"CURSOR_KEY": strings.Repeat("k", 32), "OIDC_ALLOW_PRIVATE_CIDRS": "127.0.0.0/8, ::1", "OIDC_ALLOW_HTTP": "true",
+		"LOGIN_RATE_PER_IP": "5", "WEBHOOK_RATE_PER_IP": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.CursorKey) != 32 || len(c.OIDCAllowPrivate) != 2 || !c.OIDCAllowHTTP || c.LoginRatePerIP != 5 || c.WebhookRatePerIP != 0 {
+		t.Errorf("parsed %+v", c)
+	}
+	d, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.CursorKey != nil || d.OIDCAllowPrivate != nil || d.OIDCAllowHTTP || d.LoginRatePerIP != 30 || d.WebhookRatePerIP != 600 {
+		t.Errorf("defaults %+v", d)
+	}
+	for name, kv := range map[string]map[string]string{
+		"CURSOR_KEY":               {"CURSOR_KEY": "short"},
+		"OIDC_ALLOW_PRIVATE_CIDRS": {"OIDC_ALLOW_PRIVATE_CIDRS": "10.0.0.0/33"},
+		"OIDC_ALLOW_HTTP":          {"OIDC_ALLOW_HTTP": "maybe"},
+		"LOGIN_RATE_PER_IP":        {"LOGIN_RATE_PER_IP": "-1"},
+		"WEBHOOK_RATE_PER_IP":      {"WEBHOOK_RATE_PER_IP": "x"},
+	} {
+		if _, err := Load(env(kv)); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

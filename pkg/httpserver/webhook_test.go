@@ -1,0 +1,173 @@
+package httpserver
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+	"github.com/codelotse/codelotse/pkg/ratelimit"
+)
+
+// countingEnqueuer counts the jobs webhooks enqueue (the queue itself is
+// pkg/jobs', tested there).
+type countingEnqueuer struct{ n atomic.Int64 }
+
+func (e *countingEnqueuer) EnqueueInstallationSync(context.Context, pgx.Tx, string) error {
+	e.n.Add(1)
+	return nil
+}
+func (e *countingEnqueuer) EnqueueRepositorySync(context.Context, pgx.Tx, string, int64) error {
+	e.n.Add(1)
+	return nil
+}
+func (e *countingEnqueuer) EnqueueIndex(context.Context, pgx.Tx, string, int64) error {
+	e.n.Add(1)
+	return nil
+}
+
+// countingReader records how much of a body was read.
+type countingReader struct {
+	r    io.Reader
+	read atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+var webhookSecret = []byte("webhook-test-secret")
+
+func webhookFixture(t *testing.T, limits Limits) (*Server, *countingEnqueuer) {
+	t.Helper()
+	env := pgtest.New(t)
+	inst := int64(42)
+	if _, err := env.Admin.CreateTenant(context.Background(), postgres.NewTenant{Slug: "acme", Name: "Acme", GitHubInstallationID: &inst}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	jobs := &countingEnqueuer{}
+	srv, err := New(Config{PublicURL: "http://127.0.0.1:8080", DB: env.App, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		WebhookSecret: webhookSecret, Jobs: jobs, Limiter: ratelimit.NewMemory(), Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, jobs
+}
+
+func delivery(id, body string, r io.Reader) *http.Request {
+	if r == nil {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/webhooks/github", r)
+	m := hmac.New(sha256.New, webhookSecret)
+	m.Write([]byte(body))
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))
+	req.Header.Set("X-GitHub-Event", "installation")
+	req.Header.Set("X-GitHub-Delivery", id)
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+const installationBody = `{"action":"created","installation":{"id":42}}`
+
+// TestWebhookReplayedBodyIsRecognised: the same signed body under a fresh
+// delivery id is a duplicate, not a second job.
+func TestWebhookReplayedBodyIsRecognised(t *testing.T) {
+	srv, jobs := webhookFixture(t, DefaultLimits)
+	for i, id := range []string{"d-1", "d-2", "d-1"} {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, delivery(id, installationBody, nil))
+		want := "queued"
+		if i > 0 {
+			want = "duplicate delivery"
+		}
+		if rec.Code != http.StatusAccepted || !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("delivery %s (#%d): %d %s, want %q", id, i+1, rec.Code, rec.Body, want)
+		}
+	}
+	if n := jobs.n.Load(); n != 1 {
+		t.Errorf("%d jobs enqueued for one body, want 1", n)
+	}
+}
+
+// TestWebhookIsLimitedBeforeTheBodyIsRead: over the per-address limit, a
+// delivery is refused without reading its body; an unsigned one is refused
+// without reading it either.
+func TestWebhookIsLimitedBeforeTheBodyIsRead(t *testing.T) {
+	limits := DefaultLimits
+	limits.Webhook = ratelimit.Rule{Limit: 2, Period: time.Minute}
+	srv, _ := webhookFixture(t, limits)
+
+	unsigned := &countingReader{r: strings.NewReader(installationBody)}
+	req := delivery("u-1", installationBody, unsigned)
+	req.Header.Del("X-Hub-Signature-256")
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnauthorized || unsigned.read.Load() != 0 {
+		t.Errorf("unsigned delivery: %d, %d bytes read", rec.Code, unsigned.read.Load())
+	}
+	rec = httptest.NewRecorder()
+	srv.ServeHTTP(rec, delivery("ok-1", installationBody, nil))
+	if rec.Code != http.StatusAccepted {
+		t.Fatalf("second delivery: %d %s", rec.Code, rec.Body)
+	}
+	body := &countingReader{r: strings.NewReader(installationBody)}
+	rec = httptest.NewRecorder()
+	srv.ServeHTTP(rec, delivery("ok-2", installationBody, body))
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("third delivery with a limit of 2: %d", rec.Code)
+	}
+	if body.read.Load() != 0 {
+		t.Errorf("a rate-limited delivery's body was read (%d bytes)", body.read.Load())
+	}
+}
+
+// endless is an unending body (a chunked upload without a length).
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
+// TestWebhookBodyIsBounded: a body over GitHub's 25 MB is refused after at
+// most 25 MB (+ one read) were consumed, and a declared length over it
+// without reading anything.
+func TestWebhookBodyIsBounded(t *testing.T) {
+	srv, _ := webhookFixture(t, DefaultLimits)
+	declared := &countingReader{r: strings.NewReader(installationBody)}
+	req := delivery("big-1", installationBody, declared)
+	req.ContentLength = maxWebhookBytes + 1
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestEntityTooLarge || declared.read.Load() != 0 {
+		t.Errorf("declared 25 MB + 1: %d, %d bytes read", rec.Code, declared.read.Load())
+	}
+	stream := &countingReader{r: endless{}}
+	req = delivery("big-2", installationBody, stream)
+	req.ContentLength = -1
+	rec = httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("endless body: %d %s", rec.Code, rec.Body)
+	}
+	if n := stream.read.Load(); n > maxWebhookBytes+64<<10 {
+		t.Errorf("read %d bytes of an endless body", n)
+	}
+}
