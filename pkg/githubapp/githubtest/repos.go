@@ -372,6 +372,8 @@ func (s *Server) repoAPI(w http.ResponseWriter, r *http.Request, installationID 
 		if page, ok := s.paginate(w, r, list); ok {
 			writeJSON(w, http.StatusOK, page)
 		}
+	case len(rest) == 1 && rest[0] == "collaborators":
+		s.listCollaborators(w, r, rp)
 	case len(rest) == 2 && rest[0] == "code-scanning" && rest[1] == "alerts":
 		s.listAlerts(w, r, rp)
 	case len(rest) >= 2 && rest[0] == "commits":

@@ -34,9 +34,13 @@
 //	GET  /repos/{owner}/{repo}/commits/{ref}           a commit; just its id with Accept: application/vnd.github.sha
 //	GET  /repos/{owner}/{repo}/tarball[/{ref}]         302 to /_codeload/… with a short-lived token in the query
 //	GET  /_codeload/{owner}/{repo}/legacy.tar.gz/{sha} the gzip tar: pax comment, top directory owner-repo-sha7/
+//	GET  /orgs/{org}, /orgs/{org}/members              the organization and its members (members.go)
+//	GET  /repos/{owner}/{repo}/collaborators           collaborators by affiliation, with permissions
 //
 // Content is configured with AddPullRequest, AddReview, AddReviewComment,
-// AddCodeScanningAlert, SetCodeScanning, SetRepoFiles and SetBranchHead.
+// AddCodeScanningAlert, SetCodeScanning, SetRepoFiles, SetBranchHead,
+// SetMembership, SetPermission, SetTeam, SetBasePermission and
+// RevokeInstallationPermission.
 //
 // It is a test helper: it logs nothing and keeps everything in memory. It
 // is not a security boundary, though it checks what GitHub checks (client
@@ -166,6 +170,10 @@ type Server struct {
 	commits        map[int64]map[string]map[string]string // repo → sha → path → content
 	heads          map[int64]map[string]string            // repo → branch → sha
 	codeloadTokens map[string]*codeloadGrant
+
+	// Teams and base permissions; see members.go.
+	teams     map[string]*team // "org/slug" → team
+	basePerms map[int64]string // organization → base permission
 }
 
 type installation struct {
@@ -173,6 +181,8 @@ type installation struct {
 	accountID int64
 	suspended bool
 	repoIDs   []int64
+	// revoked are organization permissions the installation lacks.
+	revoked map[string]bool
 }
 
 type repo struct {
