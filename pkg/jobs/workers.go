@@ -28,6 +28,11 @@ type Deps struct {
 	ClosedWindow time.Duration
 	// SyncEvery schedules a full sync of every tenant (0: never).
 	SyncEvery time.Duration
+	// MembershipEvery schedules a membership refresh of every tenant
+	// (0: never; memberships are then refreshed at sign-in only).
+	MembershipEvery time.Duration
+	// Now is the clock of the membership caches; nil is time.Now.
+	Now func() time.Time
 }
 
 var worker = postgres.Actor{Label: "github-sync"}
@@ -42,10 +47,17 @@ func NewWorker(d *Deps, n int) (*Client, error) {
 	river.AddWorker(workers, &repositoryWorker{d: d})
 	river.AddWorker(workers, &indexWorker{d: d})
 	river.AddWorker(workers, &syncAllWorker{d: d})
+	river.AddWorker(workers, &membershipWorker{d: d})
+	river.AddWorker(workers, &membershipAllWorker{d: d})
 	var periodic []*river.PeriodicJob
 	if d.SyncEvery > 0 {
 		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(d.SyncEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return SyncAllArgs{}, nil }, &river.PeriodicJobOpts{ID: "github.sync_all"}))
+	}
+	if d.MembershipEvery > 0 {
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(d.MembershipEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return RefreshAllMembershipsArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "github.refresh_memberships_all"}))
 	}
 	rc, err := river.NewClient(riverDriver(d.DB), &river.Config{
 		Logger:       quiet(d.Logger),
