@@ -5,6 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,6 +53,36 @@ func stoppableWorker(s *stack, logs *syncBuffer, extra ...string) (stop func()) 
 		}
 	})
 	return stop
+}
+
+// adminPage signs in with a break-glass link (raw HTTP, a cookie jar) and
+// returns the tenant's admin page.
+func adminPage(t *testing.T, s *stack, slug string) string {
+	t.Helper()
+	link, err := url.Parse(strings.TrimSpace(s.cltctl("break-glass", "--tenant", slug, "--email", "ops@codelotse.test")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/auth/link", strings.NewReader(url.Values{"v": {link.Query().Get("v")}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", s.url)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = c.Get(s.url + "/t/" + slug + "/admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("admin page: %d\n%s", resp.StatusCode, b)
+	}
+	return string(b)
 }
 
 // TestGitHubMembershipRefresh: GitHub users whose sign-in is 25 hours old
@@ -151,6 +185,10 @@ func TestGitHubMembershipRefresh(t *testing.T) {
 		t.Errorf("refresh status: %q, %d members (%v)", state, members, err)
 	}
 
+	if page := adminPage(t, s, "acme"); !strings.Contains(page, "refreshed from the GitHub App installation: last at") || !strings.Contains(page, "3 members, 2 repositories") {
+		t.Errorf("admin page after refreshes does not show their freshness:\n%s", page)
+	}
+
 	// Removed from the organisation on GitHub: 401 within a refresh cycle.
 	gh.SetMembership(1001, 2001, "", "")
 	took = waitFor("octocat's token refused after removal on GitHub", 30*time.Second, func() bool {
@@ -210,5 +248,8 @@ func TestGitHubMembershipRefresh(t *testing.T) {
 	}
 	if code, _ := status("hubot"); code != 401 {
 		t.Errorf("hubot after the fallback: %d, want 401", code)
+	}
+	if page := adminPage(t, s, "acme"); !strings.Contains(page, "Access is refreshed at sign-in only.") || !strings.Contains(page, "Members: read") {
+		t.Errorf("admin page without the Members permission does not say so:\n%s", page)
 	}
 }
