@@ -66,6 +66,9 @@ type ReviewComment struct {
 	// CommitID.
 	CommitID, OriginalCommitID string
 	CreatedAt                  time.Time
+	// Resolved marks the thread this comment starts as resolved (GraphQL
+	// isResolved; see ResolveThread). Replies ignore it.
+	Resolved bool
 }
 
 // CodeScanningAlert is a code-scanning alert of a repository.
