@@ -100,7 +100,7 @@ type App struct {
 	// etags keeps listing pages for conditional requests (etag.go).
 	etags *etagCache
 	mu    sync.Mutex
-	insts    map[int64]*installationState
+	insts map[int64]*installationState
 }
 
 // installationState is what an App remembers about one installation,
