@@ -14,13 +14,16 @@ import (
 // (GraphQL): a thread resolved on GitHub is resolved in search_findings
 // and absent from get_fix_prompt's default findings, a ```suggestion block
 // comes back in suggestion, titles are short; a second sync of unchanged
-// pull requests is answered mostly by 304 Not Modified.
+// pull requests is answered mostly by 304 Not Modified, and an unchanged
+// merged pull request is not read again.
 func TestGitHubReviewThreads(t *testing.T) {
 	gh, env := githubFixture(t)
 	now := time.Now().UTC()
 	gh.AddReviewComment(4001, 7, githubtest.ReviewComment{ID: 604, ReviewID: 501, Author: "coderabbitai[bot]", AuthorType: "Bot", Path: "cmd/main.go", Line: 5, StartLine: 4,
 		Body: "<!-- review-bot: 7f3a -->\n**Return the error instead of panicking**\n\nPanicking here takes the whole server down.\n\n```suggestion\n\tif err != nil {\n\t\treturn err\n\t}\n```\n", CreatedAt: now})
 	gh.ResolveThread(4001, 7, 601, true)
+	gh.AddPullRequest(4001, githubtest.PullRequest{Number: 9, Title: "Old change", Author: "octocat", State: "closed", Merged: true, CreatedAt: now, UpdatedAt: now})
+	gh.AddReview(4001, 9, githubtest.Review{ID: 509, Author: "octocat", State: "APPROVED", Body: "Looks good.", SubmittedAt: now})
 	s := newStack(t, env...)
 	s.startWorker(&syncBuffer{}, env...)
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled", "--github-installation", "3001")
@@ -67,6 +70,17 @@ func TestGitHubReviewThreads(t *testing.T) {
 	}
 	if n := gh.NotModified() - before; n < 4 {
 		t.Errorf("304 answers in an unchanged second sync = %d, want the repository, pull-request, review and comment listings", n)
+	}
+	// The merged pull request has not changed since its last sync: its
+	// reviews are not read again.
+	reviews9 := 0
+	for _, r := range gh.Requests() {
+		if strings.Contains(r, "/repos/acme-org/api/pulls/9/reviews") {
+			reviews9++
+		}
+	}
+	if reviews9 != 1 {
+		t.Errorf("reviews of an unchanged merged pull request read %d times in two syncs, want 1", reviews9)
 	}
 	// A thread reopened on GitHub is open again after the next sync.
 	gh.ResolveThread(4001, 7, 601, false)

@@ -208,7 +208,23 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 	if err != nil {
 		return rateLimited(err)
 	}
+	var synced map[int]time.Time
+	if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		var err error
+		synced, err = postgres.PullSyncs(ctx, tx, tid, rid)
+		return err
+	}); err != nil {
+		return err
+	}
 	for _, pr := range prs {
+		if last, ok := synced[pr.Number]; ok && pr.State != "open" && !pr.UpdatedAt.IsZero() && pr.UpdatedAt.Equal(last) {
+			// A closed pull request that has not changed since its last
+			// complete sync: nothing to read again. Open ones are always
+			// read (their listings are conditional requests, so unchanged
+			// pages cost no rate limit), because resolving a review
+			// thread does not change a pull request's updated_at.
+			continue
+		}
 		reviews, err := inst.Reviews(ctx, repo.FullName, pr.Number)
 		if err != nil {
 			return rateLimited(err)
@@ -225,6 +241,13 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 			if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
 				_, err := ingest.Import(ctx, tx, tid, imp, worker)
 				return err
+			}); err != nil {
+				return err
+			}
+		}
+		if !pr.UpdatedAt.IsZero() {
+			if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+				return postgres.RecordPullSync(ctx, tx, tid, rid, pr.Number, pr.UpdatedAt)
 			}); err != nil {
 				return err
 			}

@@ -135,3 +135,30 @@ func GetMembershipRefresh(ctx context.Context, tx pgx.Tx, tenantID string) (*Mem
 	}
 	return &r, nil
 }
+
+// PullSyncs returns the GitHub updated_at of each pull request of the
+// repository as of its last complete sync, by number.
+func PullSyncs(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) (map[int]time.Time, error) {
+	rows, err := tx.Query(ctx, `SELECT number, updated_at FROM github_pull_syncs WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]time.Time{}
+	var n int
+	var t time.Time
+	_, err = pgx.ForEachRow(rows, []any{&n, &t}, func() error {
+		out[n] = t
+		return nil
+	})
+	return out, err
+}
+
+// RecordPullSync records that a pull request was synced completely as of
+// GitHub's updatedAt.
+func RecordPullSync(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64, number int, updatedAt time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO github_pull_syncs (tenant_id, repository_id, number, updated_at, synced_at)
+		VALUES ($1, $2, $3, $4, now())
+		ON CONFLICT (tenant_id, repository_id, number) DO UPDATE SET updated_at = EXCLUDED.updated_at, synced_at = now()`,
+		tenantID, repoID, number, updatedAt)
+	return err
+}
