@@ -120,6 +120,10 @@ type Candidate struct {
 	EndLine      int
 	LineCount    int
 	Content      string
+	// Shadowed (pull-request searches only): the chunk is outside the
+	// path prefix, or a base-index chunk of a file the pull request
+	// changes or deletes. It is returned so paging can move past it.
+	Shadowed bool
 }
 
 // SearchTimeout bounds each candidate query (ARCHITECTURE §6.6).
