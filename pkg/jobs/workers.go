@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -253,6 +254,9 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 			}
 		}
 	}
+	if err := d.indexPullHeads(ctx, tid, inst, repo, prs); err != nil {
+		return rateLimited(err)
+	}
 	alerts, err := inst.CodeScanningAlerts(ctx, repo.FullName)
 	if err != nil {
 		return rateLimited(err)
@@ -308,10 +312,17 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	if err != nil {
 		return err
 	}
-	return w.d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	if err := w.d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
 		_, err := ingest.Index(ctx, tx, tid, rid, snap, worker)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	// The base index moved: the pull-request overlays read against the
+	// old one are rebuilt by a repository sync, which needs the lock.
+	unlock()
+	_, err = river.ClientFromContext[pgx.Tx](ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid}, nil)
+	return err
 }
 
 func (d *Deps) repository(ctx context.Context, tid string, id int64) (codelotse.Repository, error) {
@@ -347,9 +358,13 @@ func (d *Deps) LockRepository(ctx context.Context, tid string, id int64) (func()
 		conn.Release()
 		return nil, river.JobSnooze(15 * time.Second)
 	}
+	var once sync.Once
 	return func() {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", key)
-		conn.Release()
+		// Idempotent: a job may release early and defer the release too.
+		once.Do(func() {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", key)
+			conn.Release()
+		})
 	}, nil
 }
 
@@ -364,9 +379,7 @@ func (d *Deps) reviewThreads(ctx context.Context, inst *githubapp.InstallationCl
 	}
 	list, err := inst.ReviewThreads(ctx, fullName, number)
 	if errors.Is(err, githubapp.ErrGraphQLUnavailable) || codelotse.ErrorCode(err) == codelotse.NotFound {
-		if d.Logger != nil {
-			d.Logger.Warn("review threads unavailable; resolved state falls back to outdated comments", "repository", fullName, "number", number, "err", err)
-		}
+		d.log().Warn("review threads unavailable; resolved state falls back to outdated comments", "repository", fullName, "number", number, "err", err)
 		return nil, nil
 	}
 	if err != nil {

@@ -375,6 +375,10 @@ func (s *Server) repoAPI(w http.ResponseWriter, r *http.Request, installationID 
 		if page, ok := s.paginate(w, r, list); ok {
 			writeJSON(w, http.StatusOK, page)
 		}
+	case len(rest) == 2 && rest[0] == "compare":
+		s.compare(w, r, rp, rest[1])
+	case len(rest) >= 2 && rest[0] == "contents":
+		s.contents(w, r, rp, strings.Join(rest[1:], "/"))
 	case len(rest) == 1 && rest[0] == "collaborators":
 		s.listCollaborators(w, r, rp)
 	case len(rest) == 2 && rest[0] == "code-scanning" && rest[1] == "alerts":
