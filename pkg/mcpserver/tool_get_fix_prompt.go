@@ -88,12 +88,17 @@ func runGetFixPrompt(ctx context.Context, s *session, raw json.RawMessage) (shap
 	for i, f := range findings {
 		items[i] = findingItem(f, false)
 	}
+	lines, err := s.lineCommits(ctx, r, pr.Number, findings, "")
+	if err != nil {
+		return shape.Doc{}, err
+	}
 	return shape.Doc{
 		Lead: fixLead,
 		Head: []shape.Field{
 			{Key: "repository", Value: r.FullName},
 			{Key: "pull_request", Value: map[string]any{"number": pr.Number, "title": pr.Title, "head": pr.HeadRef, "head_sha": pr.HeadSHA, "url": pr.URL}},
 			{Key: "rules", Value: relevantRules(rules, findings)},
+			{Key: "line_numbers", Value: lines},
 		},
 		ListKey: "findings",
 		Items:   items,
