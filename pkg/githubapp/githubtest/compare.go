@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Served to installation tokens, for indexing pull-request heads:
@@ -116,4 +117,32 @@ func (s *Server) contents(w http.ResponseWriter, r *http.Request, rp *repo, path
 		"html_url":     s.WebURL + full + "/blob/" + sha + "/" + path,
 		"download_url": s.WebURL + full + "/raw/" + sha + "/" + path,
 	})
+}
+
+// PushPullRequest moves a pull request's head to commit (as a push to its
+// branch does, before GitHub sends pull_request synchronize) and bumps its
+// updated_at.
+func (s *Server) PushPullRequest(repoID int64, number int, commit string) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pr := s.pull(repoID, number)
+	if pr == nil || !isSHA(commit) {
+		s.t.Fatalf("githubtest: PushPullRequest(%d, %d, %q)", repoID, number, commit)
+	}
+	pr.HeadSHA = commit
+	pr.UpdatedAt = time.Now().UTC().Truncate(time.Second)
+}
+
+// ClosePullRequest closes a pull request (merged when merged is true).
+func (s *Server) ClosePullRequest(repoID int64, number int, merged bool) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pr := s.pull(repoID, number)
+	if pr == nil {
+		s.t.Fatalf("githubtest: ClosePullRequest: no pull request %d", number)
+	}
+	pr.State, pr.Merged = "closed", merged
+	pr.UpdatedAt = time.Now().UTC().Truncate(time.Second)
 }
