@@ -98,7 +98,6 @@ func headFile(path string, body []byte) codeindex.File {
 	return f
 }
 
-
 // log is the worker's logger, or a silent one in tests that set none.
 func (d *Deps) log() *slog.Logger {
 	if d.Logger == nil {
