@@ -115,7 +115,8 @@ func TestGitHubMembershipRefresh(t *testing.T) {
 	env := []string{"GITHUB_APP_ID=" + fmt.Sprint(gh.AppID), "GITHUB_APP_PRIVATE_KEY_FILE=" + keyFile,
 		"GITHUB_API_URL=" + gh.APIURL, "GITHUB_WEB_URL=" + gh.WebURL, "GITHUB_WEBHOOK_SECRET=" + webhookSecret}
 	workerEnv := append([]string{"GITHUB_MEMBERSHIP_REFRESH_INTERVAL=" + refreshEvery.String()}, env...)
-	s := newStack(t, env...)
+	// The test polls tokens while the worker refreshes: no rate limits.
+	s := newStack(t, append([]string{"MCP_RATE_PER_TOKEN=0", "MCP_RATE_PER_IP=0"}, env...)...)
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled", "--github-installation", "3001")
 	s.cltctl("repo", "add", "--tenant", "acme", "--full-name", "acme-org/api")
 

@@ -29,7 +29,9 @@ func TestGitHubPullRequestHead(t *testing.T) {
 		"cmd/main.go": "package main\n\nfunc SecondHeadNeedle() {}\n",
 		"README.md":   "# api\n",
 	})
-	s := newStack(t, env...)
+	// The test polls search_code while the worker indexes: no per-token
+	// rate limit.
+	s := newStack(t, append([]string{"MCP_RATE_PER_TOKEN=0", "MCP_RATE_PER_IP=0"}, env...)...)
 	logs := &syncBuffer{}
 	s.startWorker(logs, env...)
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled", "--github-installation", "3001")
@@ -58,7 +60,7 @@ func TestGitHubPullRequestHead(t *testing.T) {
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !ok(); time.Sleep(200 * time.Millisecond) {
+		for deadline := time.Now().Add(60 * time.Second); !ok(); time.Sleep(500 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: not within 60s\nworker:\n%s", what, logs.String())
 			}
