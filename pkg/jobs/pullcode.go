@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -93,7 +94,8 @@ func headFile(path string, body []byte) codeindex.File {
 	case codeindex.IsBinary(body):
 		f.SkipReason = "binary"
 	default:
-		f.Lines = codeindex.SplitLines(string(body))
+		// As the archive reader does: text is stored as valid UTF-8.
+		f.Lines = codeindex.SplitLines(string(bytes.ToValidUTF8(body, []byte("\uFFFD"))))
 	}
 	return f
 }
