@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 // line is found and the old one not; get_file_contents with pull_request
 // shows the head version; get_pull_request_review says which commit its
 // line numbers refer to and whether the index holds it; closing the pull
-// request drops its head index.
+// request drops its head index; a push to main re-indexes only the files
+// it changes.
 func TestGitHubPullRequestHead(t *testing.T) {
 	gh, env := githubFixture(t)
 	const head1 = "0123456789abcdef0123456789abcdef01234567" // the fixture's PR #7 head
@@ -132,4 +134,41 @@ func TestGitHubPullRequestHead(t *testing.T) {
 		text, isErr := call(t, cs, "search_code", map[string]any{"query": "SecondHeadNeedle", "repository": "acme-org/api", "pull_request": 7})
 		return isErr && strings.Contains(text, "no index of its head")
 	})
+
+	// A push to main re-indexes only the files it changes: the unchanged
+	// README keeps its row, and no archive is downloaded again.
+	const main2 = "c0ffee1111111111111111111111111111111111"
+	gh.SetRepoFiles(4001, main2, map[string]string{"cmd/main.go": "package main\n\nfunc PushedNeedle() {}\n", "README.md": "# api\n"})
+	gh.SetBranchHead(4001, "main", main2)
+	readmeID := func() (id int64, commit string) {
+		if err := s.db.Admin.Pool.QueryRow(context.Background(), `SELECT id, commit_sha FROM code_files WHERE path = 'README.md'`).Scan(&id, &commit); err != nil {
+			t.Fatal(err)
+		}
+		return id, commit
+	}
+	before, _ := readmeID()
+	tarballs := func() int {
+		n := 0
+		for _, r := range gh.Requests() {
+			if strings.Contains(r, "/tarball") {
+				n++
+			}
+		}
+		return n
+	}
+	archives := tarballs()
+	if code, status := deliver(t, s, webhookSecret, "push", "push-1", map[string]any{"ref": "refs/heads/main", "installation": map[string]any{"id": 3001},
+		"repository": map[string]any{"id": 4001, "full_name": "acme-org/api", "default_branch": "main"}}); code != 202 || status != "queued" {
+		t.Fatalf("push: %d %q", code, status)
+	}
+	waitFor("the pushed line indexed on main", func() bool { return len(search("PushedNeedle", 0)) == 1 })
+	if m := search("NeedleHandler", 0); len(m) != 0 {
+		t.Errorf("the replaced line is still found on main: %v", m)
+	}
+	if after, commit := readmeID(); after != before || commit != main2 {
+		t.Errorf("unchanged README: row %d→%d, commit %s; want the same row at the new commit", before, after, commit)
+	}
+	if n := tarballs(); n != archives {
+		t.Errorf("a push of one file downloaded the archive again (%d → %d)", archives, n)
+	}
 }

@@ -33,13 +33,16 @@ var ErrTooManyChanges = codelotse.Errorf(codelotse.Invalid, "the pull request ch
 // base and head are commit ids. GitHub compares head with the merge base
 // of the two, which for a pull request's head against its base branch are
 // the files the pull request changes.
-func (c *InstallationClient) ChangedFiles(ctx context.Context, fullName, base, head string) ([]ChangedFile, error) {
+//
+// ahead reports GitHub's status "ahead" (or "identical"): base is an
+// ancestor of head, so the files listed are all that differ between them.
+func (c *InstallationClient) ChangedFiles(ctx context.Context, fullName, base, head string) (files []ChangedFile, ahead bool, err error) {
 	p, err := c.repoPath(fullName)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !objectID(base) || !objectID(head) {
-		return nil, codelotse.Errorf(codelotse.Invalid, "compare needs two commit ids")
+		return nil, false, codelotse.Errorf(codelotse.Invalid, "compare needs two commit ids")
 	}
 	p += "/compare/" + base + "..." + head
 	type file struct {
@@ -47,28 +50,31 @@ func (c *InstallationClient) ChangedFiles(ctx context.Context, fullName, base, h
 		Status           string `json:"status"`
 		PreviousFilename string `json:"previous_filename"`
 	}
+	status := ""
 	raw, err := list(ctx, c, "GET /"+p, c.app.endpoint(p, url.Values{"per_page": {strconv.Itoa(perPage)}}),
 		func(body []byte) ([]file, error) {
 			var page struct {
-				Files []file `json:"files"`
+				Status string `json:"status"`
+				Files  []file `json:"files"`
 			}
 			err := json.Unmarshal(body, &page)
+			status = page.Status
 			return page.Files, err
 		}, nil)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if len(raw) >= MaxCompareFiles {
-		return nil, ErrTooManyChanges
+		return nil, false, ErrTooManyChanges
 	}
 	out := make([]ChangedFile, 0, len(raw))
 	for _, f := range raw {
 		if f.Filename == "" {
-			return nil, incomplete("GET /"+p, "a file has no name")
+			return nil, false, incomplete("GET /"+p, "a file has no name")
 		}
 		out = append(out, ChangedFile{Path: f.Filename, Status: f.Status, PreviousPath: f.PreviousFilename})
 	}
-	return out, nil
+	return out, status == "ahead" || status == "identical", nil
 }
 
 // FileAt reads one file at a commit, raw

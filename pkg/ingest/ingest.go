@@ -91,3 +91,14 @@ func IndexPull(ctx context.Context, tx pgx.Tx, tid string, repoID int64, number 
 	}
 	return res, LearnSecrets(ctx, tx, tid, append(SnapshotTexts(codeindex.Snapshot{Commit: head, Files: files}), deleted...)...)
 }
+
+// IndexChanges moves a repository's index to commit by replacing only the
+// changed files and removing the deleted ones, and learns the secrets of
+// what it stores, in tx.
+func IndexChanges(ctx context.Context, tx pgx.Tx, tid string, repoID int64, commit string, changed []codeindex.File, deleted []string, actor postgres.Actor) (postgres.IndexResult, error) {
+	res, err := postgres.UpdateIndex(ctx, tx, tid, repoID, commit, changed, deleted, actor)
+	if err != nil {
+		return res, err
+	}
+	return res, LearnSecrets(ctx, tx, tid, append(SnapshotTexts(codeindex.Snapshot{Commit: commit, Files: changed}), deleted...)...)
+}

@@ -41,7 +41,7 @@ func (d *Deps) indexPullHeads(ctx context.Context, tid string, inst *githubapp.I
 			open = append(open, pr.Number)
 			continue
 		}
-		changed, err := inst.ChangedFiles(ctx, repo.FullName, repo.IndexedCommit, pr.HeadSHA)
+		changed, _, err := inst.ChangedFiles(ctx, repo.FullName, repo.IndexedCommit, pr.HeadSHA)
 		if errors.Is(err, githubapp.ErrTooManyChanges) || codelotse.ErrorCode(err) == codelotse.NotFound {
 			// Too big to overlay file by file, or the head is gone (a
 			// force-push the listing has not caught up with): no overlay,
@@ -52,23 +52,9 @@ func (d *Deps) indexPullHeads(ctx context.Context, tid string, inst *githubapp.I
 		if err != nil {
 			return err
 		}
-		var files []codeindex.File
-		var deleted []string
-		for _, c := range changed {
-			switch c.Status {
-			case "removed":
-				deleted = append(deleted, c.Path)
-				continue
-			case "renamed":
-				if c.PreviousPath != "" {
-					deleted = append(deleted, c.PreviousPath)
-				}
-			}
-			body, err := inst.FileAt(ctx, repo.FullName, c.Path, pr.HeadSHA)
-			if err != nil {
-				return err
-			}
-			files = append(files, headFile(c.Path, body))
+		files, deleted, err := readChanged(ctx, inst, repo.FullName, pr.HeadSHA, changed)
+		if err != nil {
+			return err
 		}
 		if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
 			_, err := ingest.IndexPull(ctx, tx, tid, repo.ID, pr.Number, pr.HeadSHA, repo.IndexedCommit, files, deleted)
@@ -82,6 +68,28 @@ func (d *Deps) indexPullHeads(ctx context.Context, tid string, inst *githubapp.I
 		_, err := postgres.DropPullIndexes(ctx, tx, tid, repo.ID, open)
 		return err
 	})
+}
+
+// readChanged reads the changed files at commit (one contents request
+// each) and lists the paths that are gone (removed, or renamed away).
+func readChanged(ctx context.Context, inst *githubapp.InstallationClient, fullName, commit string, changed []githubapp.ChangedFile) (files []codeindex.File, deleted []string, err error) {
+	for _, c := range changed {
+		switch c.Status {
+		case "removed":
+			deleted = append(deleted, c.Path)
+			continue
+		case "renamed":
+			if c.PreviousPath != "" {
+				deleted = append(deleted, c.PreviousPath)
+			}
+		}
+		body, err := inst.FileAt(ctx, fullName, c.Path, commit)
+		if err != nil {
+			return nil, nil, err
+		}
+		files = append(files, headFile(c.Path, body))
+	}
+	return files, deleted, nil
 }
 
 // headFile is one file read at a pull request's head, with the base
@@ -106,4 +114,37 @@ func (d *Deps) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return d.Logger
+}
+
+// maxIncrementalFiles: a push that changes more files than this is
+// re-indexed from the archive, one request instead of one per file.
+const maxIncrementalFiles = 100
+
+// indexIncrementally moves the default branch's index from its indexed
+// commit to head by reading only the files that changed (compare, then
+// contents at head), when head is a fast-forward of the indexed commit
+// and few files changed. It reports whether it did; otherwise the caller
+// re-indexes from the archive (first index, force-push, large change).
+func (d *Deps) indexIncrementally(ctx context.Context, tid string, inst *githubapp.InstallationClient, repo codelotse.Repository, head string) (bool, error) {
+	if repo.IndexedCommit == "" {
+		return false, nil
+	}
+	changed, ahead, err := inst.ChangedFiles(ctx, repo.FullName, repo.IndexedCommit, head)
+	if errors.Is(err, githubapp.ErrTooManyChanges) || codelotse.ErrorCode(err) == codelotse.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !ahead || len(changed) > maxIncrementalFiles {
+		return false, nil
+	}
+	files, deleted, err := readChanged(ctx, inst, repo.FullName, head, changed)
+	if err != nil {
+		return false, err
+	}
+	return true, d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		_, err := ingest.IndexChanges(ctx, tx, tid, repo.ID, head, files, deleted, worker)
+		return err
+	})
 }

@@ -303,6 +303,15 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	if head == repo.IndexedCommit {
 		return nil // already indexed at this commit
 	}
+	done, err := w.d.indexIncrementally(ctx, tid, inst, repo, head)
+	if err != nil {
+		return rateLimited(err)
+	}
+	if done {
+		unlock()
+		_, err = river.ClientFromContext[pgx.Tx](ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid}, nil)
+		return err
+	}
 	rc, err := inst.Archive(ctx, repo.FullName, head)
 	if err != nil {
 		return rateLimited(err)
