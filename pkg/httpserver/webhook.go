@@ -97,9 +97,12 @@ func (s *Server) dispatch(ctx context.Context, tx pgx.Tx, tid string, ev githuba
 	switch ev.Event {
 	case "installation":
 		// new_permissions_accepted is when an organisation grants the
-		// Members permission the membership refresh needs.
-		if err := s.cfg.Jobs.EnqueueMembershipRefresh(ctx, tx, tid); err != nil {
-			return err
+		// Members permission the membership refresh needs. A deleted or
+		// suspended installation has nothing to refresh from.
+		if ev.Action != "deleted" && ev.Action != "suspend" {
+			if err := s.cfg.Jobs.EnqueueMembershipRefresh(ctx, tx, tid); err != nil {
+				return err
+			}
 		}
 		return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx, tid)
 	case "installation_repositories":
