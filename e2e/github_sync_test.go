@@ -37,6 +37,9 @@ func githubFixture(t *testing.T) (*githubtest.Server, []string) {
 	gh.AddReviewComment(4001, 7, githubtest.ReviewComment{ID: 601, ReviewID: 501, Author: "coderabbitai[bot]", AuthorType: "Bot", Path: "cmd/main.go", Line: 3, Body: "Possible nil dereference here.\nCheck the store before use.", CreatedAt: now})
 	gh.AddReviewComment(4001, 7, githubtest.ReviewComment{ID: 602, ReviewID: 501, InReplyTo: 601, Author: "octocat", Path: "cmd/main.go", Line: 3, Body: "Fixed in the next commit.", CreatedAt: now})
 	gh.AddReviewComment(4001, 7, githubtest.ReviewComment{ID: 603, ReviewID: 501, Author: "coderabbitai[bot]", AuthorType: "Bot", Path: "cmd/old.go", OriginalLine: 9, Body: "Outdated remark about old code.", CreatedAt: now})
+	// The outdated remark's thread was also resolved on GitHub (GraphQL
+	// isResolved), so it is resolved at its original line.
+	gh.ResolveThread(4001, 7, 603, true)
 	gh.AddCodeScanningAlert(4001, githubtest.CodeScanningAlert{Number: 1, RuleID: "go/sql-injection", RuleName: "SQL injection", RuleDescription: "Database query built from user-controlled sources",
 		RuleSeverity: "error", SecuritySeverityLevel: "high", Path: "cmd/main.go", StartLine: 3, EndLine: 3, Message: "This query depends on a user-provided value.", CommitSHA: "c0ffee0000000000000000000000000000000000", CreatedAt: now, UpdatedAt: now})
 	const commit = "c0ffee0000000000000000000000000000000000"

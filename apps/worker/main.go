@@ -76,10 +76,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("GITHUB_SYNC_INTERVAL must be a duration of at least 1m (or 0 to switch the periodic sync off)")
 		}
 	}
-	if app == nil {
-		every = 0
+	members, err := config.MembershipRefreshInterval(getenv)
+	if err != nil {
+		return err
 	}
-	w, err := jobs.NewWorker(&jobs.Deps{DB: db, GitHub: app, Logger: logger, SyncEvery: every}, n)
+	if app == nil {
+		every, members = 0, 0
+	}
+	w, err := jobs.NewWorker(&jobs.Deps{DB: db, GitHub: app, Logger: logger, SyncEvery: every, MembershipEvery: members}, n)
 	if err != nil {
 		return err
 	}
@@ -87,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	fmt.Fprintf(stdout, "worker started (%d concurrent jobs)\n", n)
-	logger.Info("worker started", "concurrency", n)
+	logger.Info("worker started", "concurrency", n, "sync_interval", every.String(), "membership_refresh_interval", members.String())
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

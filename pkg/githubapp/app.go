@@ -97,8 +97,10 @@ type App struct {
 
 	// appLimit holds rate limits met by requests made as the app.
 	appLimit limiter
-	mu       sync.Mutex
-	insts    map[int64]*installationState
+	// etags keeps listing pages for conditional requests (etag.go).
+	etags *etagCache
+	mu    sync.Mutex
+	insts map[int64]*installationState
 }
 
 // installationState is what an App remembers about one installation,
@@ -176,6 +178,7 @@ func NewApp(cfg AppConfig) (*App, error) {
 		maxArchive:  MaxArchiveBytes,
 		archiveIdle: archiveIdleTimeout,
 		insts:       map[int64]*installationState{},
+		etags:       newETagCache(maxETagBytes),
 	}, nil
 }
 

@@ -193,6 +193,14 @@ type request struct {
 	// stream returns a successful answer with its body unread. The
 	// request then has no per-attempt timeout: the caller bounds it.
 	stream bool
+	// body is sent as JSON (GraphQL queries).
+	body []byte
+	// idempotent lets a POST be retried like a GET: a GraphQL query
+	// reads and changes nothing.
+	idempotent bool
+	// etag, when set, is sent as If-None-Match; a 304 answer is returned
+	// as a success with status 304 and no body (see etagCache).
+	etag string
 }
 
 // statusError is GitHub's answer to a failed request.
@@ -237,7 +245,7 @@ func (a *App) do(ctx context.Context, rq *request) (resp *http.Response, body []
 	if method == "" {
 		method = http.MethodGet
 	}
-	retry := method == http.MethodGet
+	retry := method == http.MethodGet || rq.idempotent
 	var secret string
 	defer func() {
 		if err != nil {
@@ -338,7 +346,11 @@ func (a *App) attempt(ctx context.Context, rq *request, method, authorization, s
 	if authorization != "" {
 		ctx = context.WithValue(ctx, authKey{}, authorization)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, rq.url, nil)
+	var body io.Reader
+	if rq.body != nil {
+		body = bytes.NewReader(rq.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, rq.url, body)
 	if err != nil {
 		// *url.Error repeats the URL; see below.
 		var ue *url.Error
@@ -354,6 +366,12 @@ func (a *App) attempt(ctx context.Context, rq *request, method, authorization, s
 	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", "codelotse")
 	req.Header.Set("X-GitHub-Api-Version", apiVersion)
+	if rq.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if rq.etag != "" {
+		req.Header.Set("If-None-Match", rq.etag)
+	}
 
 	var client *http.Client
 	switch {
@@ -378,6 +396,13 @@ func (a *App) attempt(ctx context.Context, rq *request, method, authorization, s
 		return nil, nil, &transportError{err}
 	}
 	status := resp.StatusCode
+	if status == http.StatusNotModified && rq.etag != "" {
+		// The cached answer is still current; GitHub does not count a
+		// 304 against the rate limit.
+		resp.Body.Close()
+		resp.Body = http.NoBody
+		return resp, nil, nil
+	}
 	switch {
 	case status >= 200 && status < 300 || !rq.follow && status >= 300 && status < 400:
 		if rq.stream {

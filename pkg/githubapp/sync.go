@@ -418,11 +418,37 @@ func list[T any](ctx context.Context, c *InstallationClient, op, first string, d
 		if page > 1 {
 			pageOp = fmt.Sprintf("%s (page %d)", op, page)
 		}
-		resp, body, err := c.app.do(ctx, &request{op: pageOp, url: next, cred: c, limit: &c.st.limit, follow: true})
+		key := strconv.FormatInt(c.id, 10) + " " + next
+		etag, cachedLink, cached, _ := c.app.etags.get(key)
+		resp, body, err := c.app.do(ctx, &request{op: pageOp, url: next, cred: c, limit: &c.st.limit, follow: true, etag: etag})
 		if err != nil {
 			return nil, err
 		}
-		items, err := decode(body)
+		items, err := []T(nil), error(nil)
+		if resp.StatusCode == http.StatusNotModified {
+			// Unchanged since the last listing: GitHub did not count it.
+			body = cached
+			if items, err = decode(body); err == nil && resp.Header.Get("Link") == "" {
+				// A 304 need not repeat the Link header. The cached one
+				// is right unless the page was full and a new page has
+				// appeared after it; only then is the page asked again.
+				h := http.Header{}
+				h.Set("Link", cachedLink)
+				if len(items) >= perPage && nextLink(h) == "" {
+					resp, body, err = c.app.do(ctx, &request{op: pageOp, url: next, cred: c, limit: &c.st.limit, follow: true})
+					if err != nil {
+						return nil, err
+					}
+					c.app.etags.put(key, resp.Header, body)
+					items, err = decode(body)
+				} else if cachedLink != "" {
+					resp.Header.Set("Link", cachedLink)
+				}
+			}
+		} else {
+			c.app.etags.put(key, resp.Header, body)
+			items, err = decode(body)
+		}
 		if err != nil {
 			return nil, codelotse.Wrap(codelotse.Unavailable, fmt.Errorf("githubapp: %s: cannot decode the answer: %w", pageOp, err),
 				"GitHub returned an answer CodeLotse cannot read; try again in a moment")

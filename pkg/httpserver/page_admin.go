@@ -24,6 +24,17 @@ type adminPage struct {
 	Repos      []string
 	Tokens     []tokenRow
 	Audit      []auditRow
+	// GitHub is set for a tenant bound to a GitHub App installation: how
+	// its members' access is kept fresh.
+	GitHub *githubFreshness
+}
+
+// githubFreshness is what the admin page says about the membership
+// caches of a GitHub tenant.
+type githubFreshness struct {
+	// State: "ok", "missing_permission", or "never" (no refresh yet).
+	State, Detail, Finished, LastOK string
+	Members, Repositories           int
 }
 
 type mappingRow struct {
@@ -43,6 +54,24 @@ func (s *Server) loadAdminPage(ctx context.Context, tid string) (adminPage, erro
 			return err
 		}
 		pg.MCPEnabled = t.MCPEnabled
+		g, err := postgres.GetTenantGitHub(ctx, tx, tid)
+		if err != nil {
+			return err
+		}
+		if g.InstallationID != nil {
+			st, err := postgres.GetMembershipRefresh(ctx, tx, tid)
+			if err != nil {
+				return err
+			}
+			pg.GitHub = &githubFreshness{State: "never"}
+			if st != nil {
+				pg.GitHub = &githubFreshness{State: st.State, Detail: st.Detail, Finished: stamp(st.FinishedAt),
+					Members: st.Members, Repositories: st.Repositories}
+				if st.LastOKAt != nil {
+					pg.GitHub.LastOK = stamp(*st.LastOKAt)
+				}
+			}
+		}
 		if p, err := postgres.IdentityProviderByIssuer(ctx, tx, tid, ""); err == nil {
 			pg.IdP = &p
 		} else if codelotse.ErrorCode(err) != codelotse.NotFound && codelotse.ErrorCode(err) != codelotse.Invalid {
@@ -88,6 +117,8 @@ func (s *Server) loadAdminPage(ctx context.Context, tid string) (adminPage, erro
 	})
 	return pg, err
 }
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // admin is GET /t/:slug/admin.
 func (s *Server) admin(c echo.Context) error {

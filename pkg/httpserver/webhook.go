@@ -22,6 +22,7 @@ type Enqueuer interface {
 	EnqueueInstallationSync(ctx context.Context, tx pgx.Tx, tenantID string) error
 	EnqueueRepositorySync(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) error
 	EnqueueIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) error
+	EnqueueMembershipRefresh(ctx context.Context, tx pgx.Tx, tenantID string) error
 }
 
 // maxWebhookBytes is GitHub's largest payload (25 MB).
@@ -122,7 +123,20 @@ func (s *Server) dispatch(ctx context.Context, tx pgx.Tx, tid string, ev githuba
 		return s.cfg.Jobs.EnqueueRepositorySync(ctx, tx, tid, id)
 	}
 	switch ev.Event {
-	case "installation", "installation_repositories":
+	case "installation":
+		// new_permissions_accepted is when an organisation grants the
+		// Members permission the membership refresh needs. A deleted or
+		// suspended installation has nothing to refresh from.
+		if ev.Action != "deleted" && ev.Action != "suspend" {
+			if err := s.cfg.Jobs.EnqueueMembershipRefresh(ctx, tx, tid); err != nil {
+				return err
+			}
+		}
+		return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx, tid)
+	case "installation_repositories":
+		if err := s.cfg.Jobs.EnqueueMembershipRefresh(ctx, tx, tid); err != nil {
+			return err
+		}
 		return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx, tid)
 	case "pull_request", "pull_request_review", "pull_request_review_comment", "code_scanning_alert":
 		return repoJob(false)
@@ -132,19 +146,35 @@ func (s *Server) dispatch(ctx context.Context, tx pgx.Tx, tid string, ev githuba
 		}
 		*status = "ignored: not the default branch"
 		return nil
-	case "organization", "member", "membership":
-		if removal(ev.Action) && len(ev.UserIDs) > 0 {
+	case "organization", "member", "membership", "team", "team_add":
+		// Any change of members, teams or their repositories: refresh
+		// the tenant's caches from the installation now.
+		if err := s.cfg.Jobs.EnqueueMembershipRefresh(ctx, tx, tid); err != nil {
+			return err
+		}
+		*status = "membership refresh queued"
+		if (ev.Event == "organization" || ev.Event == "member" || ev.Event == "membership") && removal(ev.Action) && len(ev.UserIDs) > 0 {
+			// A removal takes effect at once, before the refresh runs.
 			_, err := postgres.ExpireGitHubMemberships(ctx, tx, tid, ev.UserIDs, webhookActor)
 			*status = "memberships expired"
 			return err
 		}
-		*status = "ignored"
+		if ev.Event == "team" || ev.Event == "team_add" {
+			// Team changes can move access for many people at once. When
+			// the installation cannot refresh memberships (it lacks a
+			// permission), the caches are expired instead, so nobody
+			// keeps access a team change took away.
+			st, err := postgres.GetMembershipRefresh(ctx, tx, tid)
+			if err != nil {
+				return err
+			}
+			if st == nil || st.State != "ok" {
+				_, err := postgres.ExpireAllGitHubMemberships(ctx, tx, tid, webhookActor)
+				*status = "memberships expired"
+				return err
+			}
+		}
 		return nil
-	case "team", "team_add":
-		// Team changes can move repository access for many people at once.
-		_, err := postgres.ExpireAllGitHubMemberships(ctx, tx, tid, webhookActor)
-		*status = "memberships expired"
-		return err
 	}
 	*status = "ignored: event " + ev.Event
 	return nil

@@ -80,3 +80,25 @@ func Index(ctx context.Context, tx pgx.Tx, tid string, repoID int64, snap codein
 	}
 	return res, LearnSecrets(ctx, tx, tid, SnapshotTexts(snap)...)
 }
+
+// IndexPull stores a pull request's head as an overlay on the base index
+// (the files it changes, the paths it deletes) and learns its secrets, in
+// tx.
+func IndexPull(ctx context.Context, tx pgx.Tx, tid string, repoID int64, number int, head, base string, files []codeindex.File, deleted []string) (postgres.IndexResult, error) {
+	res, err := postgres.ReplacePullIndex(ctx, tx, tid, repoID, number, head, base, files, deleted)
+	if err != nil {
+		return res, err
+	}
+	return res, LearnSecrets(ctx, tx, tid, append(SnapshotTexts(codeindex.Snapshot{Commit: head, Files: files}), deleted...)...)
+}
+
+// IndexChanges moves a repository's index to commit by replacing only the
+// changed files and removing the deleted ones, and learns the secrets of
+// what it stores, in tx.
+func IndexChanges(ctx context.Context, tx pgx.Tx, tid string, repoID int64, commit string, changed []codeindex.File, deleted []string, actor postgres.Actor) (postgres.IndexResult, error) {
+	res, err := postgres.UpdateIndex(ctx, tx, tid, repoID, commit, changed, deleted, actor)
+	if err != nil {
+		return res, err
+	}
+	return res, LearnSecrets(ctx, tx, tid, append(SnapshotTexts(codeindex.Snapshot{Commit: commit, Files: changed}), deleted...)...)
+}

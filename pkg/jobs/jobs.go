@@ -83,6 +83,28 @@ func (SyncAllArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: Queue, UniqueOpts: unique, MaxAttempts: 3}
 }
 
+// RefreshMembershipsArgs refreshes a tenant's GitHub membership caches
+// (tenant_memberships, repo_memberships) from its installation: members
+// with their role and the repositories each can read.
+type RefreshMembershipsArgs struct {
+	TenantID string `json:"tenant_id"`
+}
+
+func (RefreshMembershipsArgs) Kind() string { return "github.refresh_memberships" }
+func (RefreshMembershipsArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, UniqueOpts: unique, MaxAttempts: 5}
+}
+
+// RefreshAllMembershipsArgs enqueues a membership refresh for every tenant
+// bound to an installation; the worker schedules it periodically
+// (GITHUB_MEMBERSHIP_REFRESH_INTERVAL), well inside the 24-hour bound.
+type RefreshAllMembershipsArgs struct{}
+
+func (RefreshAllMembershipsArgs) Kind() string { return "github.refresh_memberships_all" }
+func (RefreshAllMembershipsArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, UniqueOpts: unique, MaxAttempts: 3}
+}
+
 // Migrate creates or updates River's tables, owned by the owner role: it
 // connects with adminURL and acts as owner for the whole run.
 func Migrate(ctx context.Context, adminURL, ownerRole string) error {
@@ -165,6 +187,12 @@ func (c *Client) EnqueueRepositorySync(ctx context.Context, tx pgx.Tx, tenantID 
 // EnqueueIndex implements httpserver.Enqueuer.
 func (c *Client) EnqueueIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) error {
 	_, err := c.EnqueueTx(ctx, tx, IndexRepositoryArgs{TenantID: tenantID, RepositoryID: repoID})
+	return err
+}
+
+// EnqueueMembershipRefresh implements httpserver.Enqueuer.
+func (c *Client) EnqueueMembershipRefresh(ctx context.Context, tx pgx.Tx, tenantID string) error {
+	_, err := c.EnqueueTx(ctx, tx, RefreshMembershipsArgs{TenantID: tenantID})
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,11 @@ type Deps struct {
 	ClosedWindow time.Duration
 	// SyncEvery schedules a full sync of every tenant (0: never).
 	SyncEvery time.Duration
+	// MembershipEvery schedules a membership refresh of every tenant
+	// (0: never; memberships are then refreshed at sign-in only).
+	MembershipEvery time.Duration
+	// Now is the clock of the membership caches; nil is time.Now.
+	Now func() time.Time
 }
 
 var worker = postgres.Actor{Label: "github-sync"}
@@ -42,10 +48,17 @@ func NewWorker(d *Deps, n int) (*Client, error) {
 	river.AddWorker(workers, &repositoryWorker{d: d})
 	river.AddWorker(workers, &indexWorker{d: d})
 	river.AddWorker(workers, &syncAllWorker{d: d})
+	river.AddWorker(workers, &membershipWorker{d: d})
+	river.AddWorker(workers, &membershipAllWorker{d: d})
 	var periodic []*river.PeriodicJob
 	if d.SyncEvery > 0 {
 		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(d.SyncEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return SyncAllArgs{}, nil }, &river.PeriodicJobOpts{ID: "github.sync_all"}))
+	}
+	if d.MembershipEvery > 0 {
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(d.MembershipEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return RefreshAllMembershipsArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "github.refresh_memberships_all"}))
 	}
 	rc, err := river.NewClient(riverDriver(d.DB), &river.Config{
 		Logger:       quiet(d.Logger),
@@ -196,7 +209,23 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 	if err != nil {
 		return rateLimited(err)
 	}
+	var synced map[int]time.Time
+	if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		var err error
+		synced, err = postgres.PullSyncs(ctx, tx, tid, rid)
+		return err
+	}); err != nil {
+		return err
+	}
 	for _, pr := range prs {
+		if last, ok := synced[pr.Number]; ok && pr.State != "open" && !pr.UpdatedAt.IsZero() && pr.UpdatedAt.Equal(last) {
+			// A closed pull request that has not changed since its last
+			// complete sync: nothing to read again. Open ones are always
+			// read (their listings are conditional requests, so unchanged
+			// pages cost no rate limit), because resolving a review
+			// thread does not change a pull request's updated_at.
+			continue
+		}
 		reviews, err := inst.Reviews(ctx, repo.FullName, pr.Number)
 		if err != nil {
 			return rateLimited(err)
@@ -205,7 +234,11 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 		if err != nil {
 			return rateLimited(err)
 		}
-		for _, imp := range reviewImports(repo.FullName, pr, reviews, comments) {
+		threads, err := d.reviewThreads(ctx, inst, repo.FullName, pr.Number, len(comments))
+		if err != nil {
+			return rateLimited(err)
+		}
+		for _, imp := range reviewImports(repo.FullName, pr, reviews, comments, threads) {
 			if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
 				_, err := ingest.Import(ctx, tx, tid, imp, worker)
 				return err
@@ -213,6 +246,16 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 				return err
 			}
 		}
+		if !pr.UpdatedAt.IsZero() {
+			if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+				return postgres.RecordPullSync(ctx, tx, tid, rid, pr.Number, pr.UpdatedAt)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	if err := d.indexPullHeads(ctx, tid, inst, repo, prs); err != nil {
+		return rateLimited(err)
 	}
 	alerts, err := inst.CodeScanningAlerts(ctx, repo.FullName)
 	if err != nil {
@@ -260,6 +303,15 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	if head == repo.IndexedCommit {
 		return nil // already indexed at this commit
 	}
+	done, err := w.d.indexIncrementally(ctx, tid, inst, repo, head)
+	if err != nil {
+		return rateLimited(err)
+	}
+	if done {
+		unlock()
+		_, err = river.ClientFromContext[pgx.Tx](ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid}, nil)
+		return err
+	}
 	rc, err := inst.Archive(ctx, repo.FullName, head)
 	if err != nil {
 		return rateLimited(err)
@@ -269,10 +321,17 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	if err != nil {
 		return err
 	}
-	return w.d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	if err := w.d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
 		_, err := ingest.Index(ctx, tx, tid, rid, snap, worker)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	// The base index moved: the pull-request overlays read against the
+	// old one are rebuilt by a repository sync, which needs the lock.
+	unlock()
+	_, err = river.ClientFromContext[pgx.Tx](ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid}, nil)
+	return err
 }
 
 func (d *Deps) repository(ctx context.Context, tid string, id int64) (codelotse.Repository, error) {
@@ -308,17 +367,46 @@ func (d *Deps) LockRepository(ctx context.Context, tid string, id int64) (func()
 		conn.Release()
 		return nil, river.JobSnooze(15 * time.Second)
 	}
+	var once sync.Once
 	return func() {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", key)
-		conn.Release()
+		// Idempotent: a job may release early and defer the release too.
+		once.Do(func() {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", key)
+			conn.Release()
+		})
 	}, nil
+}
+
+// reviewThreads reads the pull request's review threads from GraphQL,
+// keyed by their first comment, for whether each is resolved. A pull
+// request without comments costs nothing. When GraphQL is not available
+// (404: an old GitHub Enterprise Server) or does not show the pull request,
+// it returns nil and the findings fall back to what REST says.
+func (d *Deps) reviewThreads(ctx context.Context, inst *githubapp.InstallationClient, fullName string, number, comments int) (map[int64]githubapp.ReviewThread, error) {
+	if comments == 0 {
+		return nil, nil
+	}
+	list, err := inst.ReviewThreads(ctx, fullName, number)
+	if errors.Is(err, githubapp.ErrGraphQLUnavailable) || codelotse.ErrorCode(err) == codelotse.NotFound {
+		d.log().Warn("review threads unavailable; resolved state falls back to outdated comments", "repository", fullName, "number", number, "err", err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]githubapp.ReviewThread, len(list))
+	for _, t := range list {
+		out[t.RootCommentID] = t
+	}
+	return out, nil
 }
 
 // reviewImports turns a pull request's GitHub reviews and their inline
 // comments into one import per review. Each inline comment that starts a
 // thread becomes a finding at its path and lines; replies belong to their
-// thread and are not findings of their own.
-func reviewImports(fullName string, pr githubapp.PullRequest, reviews []githubapp.Review, comments []githubapp.ReviewComment) []codelotse.ReviewImport {
+// thread and are not findings of their own. threads (nil without GraphQL)
+// says which threads are resolved.
+func reviewImports(fullName string, pr githubapp.PullRequest, reviews []githubapp.Review, comments []githubapp.ReviewComment, threads map[int64]githubapp.ReviewThread) []codelotse.ReviewImport {
 	p := &codelotse.PullRequest{Number: pr.Number, Title: pr.Title, Author: pr.Author, State: pr.State,
 		BaseRef: pr.Base, HeadRef: pr.Head, HeadSHA: pr.HeadSHA, URL: pr.URL}
 	var out []codelotse.ReviewImport
@@ -330,23 +418,41 @@ func reviewImports(fullName string, pr githubapp.PullRequest, reviews []githubap
 			if c.ReviewID != rv.ID || c.InReplyTo != nil {
 				continue
 			}
-			imp.Findings = append(imp.Findings, commentFinding(c))
+			var th *githubapp.ReviewThread
+			if t, ok := threads[c.ID]; ok {
+				th = &t
+			}
+			imp.Findings = append(imp.Findings, commentFinding(c, th))
 		}
 		out = append(out, imp)
 	}
 	return out
 }
 
-func commentFinding(c githubapp.ReviewComment) codelotse.Finding {
+func commentFinding(c githubapp.ReviewComment, th *githubapp.ReviewThread) codelotse.Finding {
 	f := codelotse.Finding{RuleKey: "github/review-comment", Severity: codelotse.SeverityMedium, Status: codelotse.StatusOpen,
-		Path: c.Path, Title: firstLine(c.Body), Body: c.Body, Fingerprint: fmt.Sprintf("github-comment:%d", c.ID),
+		Path: c.Path, Title: commentTitle(c.Body), Body: c.Body, Suggestion: suggestion(c.Body), Fingerprint: fmt.Sprintf("github-comment:%d", c.ID),
 		CommitSHA: c.CommitID, Source: "github"}
 	line, start := c.Line, c.StartLine
-	if c.Outdated {
-		// The code the comment was made on has changed: keep it, at its
-		// original place and commit, marked resolved.
-		f.Status, f.CommitSHA, line = codelotse.StatusResolved, c.OriginalCommitID, c.OriginalLine
+	outdated := c.Outdated
+	if th != nil {
+		outdated = th.Outdated
+		if th.Resolved {
+			f.Status = codelotse.StatusResolved
+		}
+	}
+	if outdated {
+		// The code the comment was made on has changed: keep it at its
+		// original place and commit. Without GraphQL nobody can say
+		// whether the thread was resolved, so an outdated comment counts
+		// as resolved; with it, the thread's own state decides.
+		f.CommitSHA, line = c.OriginalCommitID, c.OriginalLine
 		start = nil
+		if th != nil {
+			start = th.OriginalStartLine
+		} else {
+			f.Status = codelotse.StatusResolved
+		}
 	}
 	if start == nil {
 		start = line
@@ -403,13 +509,78 @@ func alertSeverity(s string) codelotse.Severity {
 	return codelotse.SeverityInfo
 }
 
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(s); len(r) > 120 {
-		s = string(r[:117]) + "…"
+// commentTitle is a short title for a review comment: its first line
+// with words, not markup (HTML comments, fences, images, headings,
+// emphasis and badges some review bots put first are skipped or removed),
+// cut at a word boundary to at most 100 characters.
+func commentTitle(body string) string {
+	inComment, inFence := false, false
+	for _, l := range strings.Split(body, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "```") || strings.HasPrefix(l, "~~~") {
+			inFence = !inFence // code, such as a suggestion, is no title
+			continue
+		}
+		if inFence {
+			continue
+		}
+		if inComment {
+			if _, after, ok := strings.Cut(l, "-->"); ok {
+				inComment, l = false, strings.TrimSpace(after)
+			} else {
+				continue
+			}
+		}
+		if strings.HasPrefix(l, "<!--") {
+			if _, after, ok := strings.Cut(l, "-->"); ok {
+				l = strings.TrimSpace(after)
+			} else {
+				inComment = true
+				continue
+			}
+		}
+		if strings.HasPrefix(l, "![") || strings.HasPrefix(l, "<") {
+			continue
+		}
+		l = strings.TrimLeft(l, "#>*-+ \t")
+		l = strings.NewReplacer("**", "", "__", "", "`", "").Replace(l)
+		l = strings.TrimSpace(strings.Trim(l, "_*"))
+		if l == "" {
+			continue
+		}
+		if r := []rune(l); len(r) > 100 {
+			cut := string(r[:100])
+			if i := strings.LastIndexByte(cut, ' '); i > 60 {
+				cut = cut[:i]
+			}
+			l = strings.TrimRight(cut, " ,;:") + "…"
+		}
+		return l
 	}
-	if s == "" {
-		s = "Review comment"
+	return "Review comment"
+}
+
+// suggestion is the code of the comment's first ```suggestion block (the
+// lines GitHub offers to commit in place of the commented ones), or "".
+// The fence may be longer than three backticks, as GitHub allows when the
+// suggestion itself contains a fence.
+func suggestion(body string) string {
+	lines := strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		n := len(t) - len(strings.TrimLeft(t, "`"))
+		if n < 3 || strings.TrimSpace(t[n:]) != "suggestion" {
+			continue
+		}
+		fence := t[:n]
+		var out []string
+		for _, s := range lines[i+1:] {
+			if st := strings.TrimSpace(s); strings.HasPrefix(st, fence) && strings.Trim(st, "`") == "" {
+				return strings.Join(out, "\n")
+			}
+			out = append(out, s)
+		}
+		return "" // an unclosed block is not a suggestion GitHub would offer
 	}
-	return s
+	return ""
 }

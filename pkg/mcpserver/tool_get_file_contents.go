@@ -13,7 +13,7 @@ import (
 var getFileContents = tool{
 	name:  "get_file_contents",
 	title: "Get file contents",
-	description: "Returns one file of the code index (or a window of its lines) at the repository's indexed commit, numbered, with the total line count. " +
+	description: "Returns one file of the code index (or a window of its lines) at the repository's indexed commit or a pull request's head, numbered, with the total line count. " +
 		"Long files come back in windows: when the result says truncated, call again with start_line set to next_start_line. " +
 		"Use search_code to find where to look.",
 	schema: json.RawMessage(`{
@@ -22,7 +22,8 @@ var getFileContents = tool{
     "repository": {"type": ["string", "integer"], "description": "Repository id or full name (owner/name)."},
     "path": {"type": "string", "minLength": 1, "description": "File path relative to the repository root, as search_code returns it."},
     "start_line": {"type": "integer", "minimum": 1, "description": "First line to return (default 1)."},
-    "end_line": {"type": "integer", "minimum": 1, "description": "Last line to return (default: the end of the file)."}
+    "end_line": {"type": "integer", "minimum": 1, "description": "Last line to return (default: the end of the file)."},
+    "pull_request": {"type": "integer", "minimum": 1, "description": "Read the file at this pull request's head instead."}
   },
   "required": ["repository", "path"],
   "additionalProperties": false
@@ -36,10 +37,11 @@ const maxFileWindow = 2000
 
 func runGetFileContents(ctx context.Context, s *session, raw json.RawMessage) (shape.Doc, error) {
 	var in struct {
-		Repository json.RawMessage `json:"repository"`
-		Path       string          `json:"path"`
-		StartLine  *int            `json:"start_line"`
-		EndLine    *int            `json:"end_line"`
+		Repository  json.RawMessage `json:"repository"`
+		Path        string          `json:"path"`
+		StartLine   *int            `json:"start_line"`
+		EndLine     *int            `json:"end_line"`
+		PullRequest *int            `json:"pull_request"`
 	}
 	if err := decodeArgs(raw, &in); err != nil {
 		return shape.Doc{}, err
@@ -77,9 +79,27 @@ func runGetFileContents(ctx context.Context, s *session, raw json.RawMessage) (s
 	if r.IndexedCommit == "" {
 		return shape.Doc{}, codelotse.Errorf(codelotse.NotFound, "Repository %s has no code index yet.", r.FullName)
 	}
-	f, err := postgres.ReadIndexedFile(ctx, s.deps.DB, s.principal.TenantID, r.ID, trimPath(in.Path), from, to)
-	if err != nil {
-		return shape.Doc{}, err
+	var f postgres.IndexedFile
+	if in.PullRequest != nil {
+		if *in.PullRequest < 1 {
+			return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "pull_request must be a pull request number (1 or more).")
+		}
+		h, ok, err := postgres.PullHead(ctx, s.deps.DB, s.principal.TenantID, r.ID, *in.PullRequest)
+		if err != nil {
+			return shape.Doc{}, err
+		}
+		if !ok {
+			return shape.Doc{}, codelotse.Errorf(codelotse.NotFound, "Pull request #%d of %s has no index of its head: it is not open, or not indexed yet. Omit pull_request to read %s's indexed commit.", *in.PullRequest, r.FullName, r.FullName)
+		}
+		f, err = postgres.ReadPullFile(ctx, s.deps.DB, s.principal.TenantID, r.ID, h, trimPath(in.Path), from, to)
+		if err != nil {
+			return shape.Doc{}, err
+		}
+	} else {
+		f, err = postgres.ReadIndexedFile(ctx, s.deps.DB, s.principal.TenantID, r.ID, trimPath(in.Path), from, to)
+		if err != nil {
+			return shape.Doc{}, err
+		}
 	}
 	if f.SkipReason != "" {
 		return shape.Doc{}, codelotse.Errorf(codelotse.NotFound, "%s is in the repository but not indexed (%s, %d bytes).", f.Path, f.SkipReason, f.Size)

@@ -88,11 +88,16 @@ func runGetFixPrompt(ctx context.Context, s *session, raw json.RawMessage) (shap
 	for i, f := range findings {
 		items[i] = findingItem(f, false)
 	}
+	lines, err := s.lineCommits(ctx, r, pr.Number, findings, "")
+	if err != nil {
+		return shape.Doc{}, err
+	}
 	kept, omitted := capRules(relevantRules(rules, findings))
 	head := []shape.Field{
 		{Key: "repository", Value: r.FullName},
 		{Key: "pull_request", Value: map[string]any{"number": pr.Number, "title": pr.Title, "head": pr.HeadRef, "head_sha": pr.HeadSHA, "url": pr.URL}},
 		{Key: "rules", Value: kept},
+		{Key: "line_numbers", Value: lines},
 	}
 	if omitted > 0 {
 		head = append(head,

@@ -62,6 +62,10 @@ func runGetPullRequestReview(ctx context.Context, s *session, raw json.RawMessag
 	for i, f := range d.Findings {
 		items[i] = findingItem(f, false)
 	}
+	lines, err := s.lineCommits(ctx, r, p.Number, d.Findings, d.Review.CommitSHA)
+	if err != nil {
+		return shape.Doc{}, err
+	}
 	return shape.Doc{
 		Head: []shape.Field{
 			{Key: "repository", Value: r.FullName},
@@ -87,6 +91,7 @@ func runGetPullRequestReview(ctx context.Context, s *session, raw json.RawMessag
 				OtherReviewIDs []int64        `json:"other_review_ids"`
 			}{d.Review.ID, d.Review.CreatedAt.UTC().Format(time.RFC3339), d.Review.CommitSHA, d.Review.Status, d.Review.Author,
 				d.Review.Summary, severityCounts(d.Findings), len(d.Findings), others}},
+			{Key: "line_numbers", Value: lines},
 		},
 		ListKey: "findings",
 		Items:   items,

@@ -18,7 +18,7 @@ import (
 var searchCode = tool{
 	name:  "search_code",
 	title: "Search code",
-	description: "Searches the code index (the indexed commit of each repository you can view) line by line for a literal or an RE2 regular expression, and returns matching lines with numbered context. " +
+	description: "Searches the code index (the indexed commit of each repository you can view, or a pull request's head) line by line for a literal or an RE2 regular expression, and returns matching lines with numbered context. " +
 		"Pass next_cursor back as cursor to page. " +
 		"Call get_file_contents with a match's repository and path to read more of the file.",
 	schema: json.RawMessage(`{
@@ -31,6 +31,7 @@ var searchCode = tool{
     "case_sensitive": {"type": "boolean", "default": false},
     "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20, "description": "At most this many matches (1-100, default 20)."},
     "context": {"type": "integer", "minimum": 0, "maximum": 5, "default": 2, "description": "Lines of context before and after each match (0-5, default 2)."},
+    "pull_request": {"type": "integer", "minimum": 1, "description": "Search the code at this pull request's head instead (needs repository)."},
     "cursor": {"type": "string", "description": "next_cursor from a previous search_code result with the same arguments."}
   },
   "required": ["query"],
@@ -53,6 +54,9 @@ const (
 type searchCodePos struct {
 	Chunk int64 `json:"c"`
 	Line  int   `json:"l"`
+	// Phase of a pull-request search: 1 its changed files, 2 the base
+	// index beneath them (0 outside pull-request searches).
+	Phase int `json:"p,omitempty"`
 }
 
 type codeMatch struct {
@@ -74,6 +78,7 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 		CaseSensitive bool            `json:"case_sensitive"`
 		Limit         *int            `json:"limit"`
 		Context       *int            `json:"context"`
+		PullRequest   *int            `json:"pull_request"`
 		Cursor        string          `json:"cursor"`
 	}
 	if err := decodeArgs(raw, &in); err != nil {
@@ -97,7 +102,14 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid,
 			"This query has no literal of %d or more characters to search the index with; add repository or path to scope it, or use a longer literal.", codeindex.MinLiteral)
 	}
+	if in.PullRequest != nil && !given {
+		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "pull_request needs repository: name the repository the pull request belongs to.")
+	}
+	if in.PullRequest != nil && *in.PullRequest < 1 {
+		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "pull_request must be a pull request number (1 or more).")
+	}
 	var repoIDs []int64
+	var pull *postgres.PullCodeHead
 	if given {
 		r, err := postgres.ResolveRepository(ctx, s.deps.DB, s.principal.TenantID, s.filter(), ref)
 		if err != nil {
@@ -107,6 +119,16 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 			return shape.Doc{}, codelotse.Errorf(codelotse.NotFound, "Repository %s has no code index yet.", r.FullName)
 		}
 		repoIDs = []int64{r.ID}
+		if in.PullRequest != nil {
+			h, ok, err := postgres.PullHead(ctx, s.deps.DB, s.principal.TenantID, r.ID, *in.PullRequest)
+			if err != nil {
+				return shape.Doc{}, err
+			}
+			if !ok {
+				return shape.Doc{}, codelotse.Errorf(codelotse.NotFound, "Pull request #%d of %s has no index of its head: it is not open, or not indexed yet. Search without pull_request to search %s's indexed commit.", *in.PullRequest, r.FullName, r.FullName)
+			}
+			pull = &h
+		}
 	} else {
 		repoIDs, err = postgres.IndexedRepositoryIDs(ctx, s.deps.DB, s.principal.TenantID, s.filter())
 		if err != nil {
@@ -117,7 +139,11 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 		}
 	}
 
-	hash := argsHash(in.Query, string(in.Repository), in.Path, in.Regex, in.CaseSensitive)
+	pr := 0
+	if in.PullRequest != nil {
+		pr = *in.PullRequest
+	}
+	hash := argsHash(in.Query, string(in.Repository), in.Path, in.Regex, in.CaseSensitive, pr)
 	var pos searchCodePos
 	if in.Cursor != "" {
 		if err := s.decodeCursor("search_code", hash, in.Cursor, &pos); err != nil {
@@ -132,25 +158,34 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 	if pos.Chunk == 0 {
 		after = 0
 	}
+	phase := pos.Phase
+	if pull != nil && phase == 0 {
+		phase = 1
+	}
 	exhausted, budgetSpent := false, false
 	for round := 0; len(matches) <= limit; round++ {
 		if round >= searchMaxRounds || time.Since(start) > searchBudget {
 			budgetSpent = true
 			break
 		}
-		cands, err := postgres.SearchCandidates(ctx, s.deps.DB, s.principal.TenantID, repoIDs, plan.LikePatterns(), pf.Prefix, after, searchBatch)
+		var cands []postgres.Candidate
+		if pull != nil {
+			cands, err = postgres.SearchPullCandidates(ctx, s.deps.DB, s.principal.TenantID, repoIDs[0], pull.Number, phase, plan.LikePatterns(), pf.Prefix, after, searchBatch)
+		} else {
+			cands, err = postgres.SearchCandidates(ctx, s.deps.DB, s.principal.TenantID, repoIDs, plan.LikePatterns(), pf.Prefix, after, searchBatch)
+		}
 		if err != nil {
 			return shape.Doc{}, err
 		}
 		for _, c := range cands {
 			after = c.ChunkID
-			if !pf.Match(c.Path) {
+			if c.Shadowed || !pf.Match(c.Path) {
 				continue
 			}
 			lines := s.redactLines(strings.Split(c.Content, "\n"), redactions)
 			from, to := codeindex.Owned(c.StartLine, c.EndLine, c.LineCount)
 			for n := from; n <= to; n++ {
-				if c.ChunkID == pos.Chunk && n <= pos.Line {
+				if c.ChunkID == pos.Chunk && phase == pos.Phase && n <= pos.Line {
 					continue
 				}
 				line := lines[n-c.StartLine]
@@ -158,7 +193,7 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 					continue
 				}
 				m := codeMatch{Repository: c.FullName, Commit: c.Commit, Path: c.Path, Line: n, Text: clip(line),
-					pos: searchCodePos{Chunk: c.ChunkID, Line: n}}
+					pos: searchCodePos{Chunk: c.ChunkID, Line: n, Phase: phaseOf(pull, phase)}}
 				if ctxLines > 0 {
 					var b strings.Builder
 					for k := max(c.StartLine, n-ctxLines); k <= min(c.EndLine, n+ctxLines); k++ {
@@ -174,6 +209,12 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 			}
 		}
 		if len(cands) < searchBatch {
+			if pull != nil && phase == 1 {
+				// The changed files are done; the base index beneath them
+				// is next, from its first chunk.
+				phase, after = 2, 0
+				continue
+			}
 			exhausted = true
 			break
 		}
@@ -198,16 +239,27 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 		Cursor:     cursorAt,
 		Redactions: redactions,
 	}
+	if pull != nil {
+		doc.Head = append(doc.Head, shape.Field{Key: "pull_request", Value: pull.Number}, shape.Field{Key: "commit", Value: pull.HeadSHA})
+	}
 	switch {
 	case more:
 		doc.NextCursor = cursorAt(len(matches) - 1)
 	case !exhausted && budgetSpent:
 		// The budget ran out before the index did: continue after the last
 		// chunk scanned.
-		doc.NextCursor = s.encodeCursor("search_code", hash, searchCodePos{Chunk: after + 1, Line: 0})
+		doc.NextCursor = s.encodeCursor("search_code", hash, searchCodePos{Chunk: after + 1, Line: 0, Phase: phaseOf(pull, phase)})
 		doc.Head = append(doc.Head, shape.Field{Key: "note", Value: "The search budget ran out before the whole index was scanned; pass next_cursor to continue."})
 	}
 	return doc, nil
+}
+
+// phaseOf is the cursor phase: 0 outside pull-request searches.
+func phaseOf(pull *postgres.PullCodeHead, phase int) int {
+	if pull == nil {
+		return 0
+	}
+	return phase
 }
 
 // clip shortens very long lines (minified files) for display.

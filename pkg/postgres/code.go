@@ -28,11 +28,25 @@ func ReplaceIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64,
 	if _, err := tx.Exec(ctx, `DELETE FROM code_files WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID); err != nil {
 		return res, err
 	}
-	n := len(snap.Files)
+	if err := insertFiles(ctx, tx, tenantID, repoID, snap.Commit, snap.Files, &res); err != nil {
+		return res, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now() WHERE tenant_id = $1 AND id = $2`,
+		tenantID, repoID, snap.Commit); err != nil {
+		return res, err
+	}
+	return res, insertAudit(ctx, tx, tenantID, actor, "repository.indexed", snap.Commit,
+		map[string]any{"repository_id": repoID, "files": res.Files, "chunks": res.Chunks, "skipped": len(res.Skipped)})
+}
+
+// insertFiles stores files (with their chunks) at commit, counting them in
+// res.
+func insertFiles(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64, commit string, files []codeindex.File, res *IndexResult) error {
+	n := len(files)
 	paths, langs, blobs, skips := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
 	sizes := make([]int64, n)
 	counts := make([]int32, n)
-	for i, f := range snap.Files {
+	for i, f := range files {
 		paths[i], langs[i], blobs[i], sizes[i], counts[i] = f.Path, f.Language, f.BlobSHA, f.Size, int32(len(f.Lines))
 		if f.SkipReason != "" {
 			r := f.SkipReason
@@ -43,9 +57,9 @@ func ReplaceIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64,
 	rows, err := tx.Query(ctx, `INSERT INTO code_files (tenant_id, repository_id, commit_sha, path, language, size, blob_sha, line_count, skip_reason)
 		SELECT $1, $2, $3, u.path, u.lang, u.size, u.blob, u.lines, u.skip
 		FROM unnest($4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[]) AS u(path, lang, size, blob, lines, skip)
-		RETURNING id, path`, tenantID, repoID, snap.Commit, paths, langs, sizes, blobs, counts, skips)
+		RETURNING id, path`, tenantID, repoID, commit, paths, langs, sizes, blobs, counts, skips)
 	if err != nil {
-		return res, err
+		return err
 	}
 	ids := make(map[string]int64, n)
 	for rows.Next() {
@@ -53,14 +67,14 @@ func ReplaceIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64,
 		var p string
 		if err := rows.Scan(&id, &p); err != nil {
 			rows.Close()
-			return res, err
+			return err
 		}
 		ids[p] = id
 	}
 	if err := rows.Err(); err != nil {
-		return res, err
+		return err
 	}
-	res.Files = n
+	res.Files += n
 
 	// Chunks go in path order, so that chunk ids (the search order) follow
 	// paths. COPY is not allowed under row-level security, so they are
@@ -84,7 +98,7 @@ func ReplaceIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64,
 		fileIDs, starts, ends, contents = fileIDs[:0], starts[:0], ends[:0], contents[:0]
 		return nil
 	}
-	for _, f := range snap.Files {
+	for _, f := range files {
 		if f.SkipReason != "" {
 			continue
 		}
@@ -93,20 +107,15 @@ func ReplaceIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64,
 			starts, ends, contents = append(starts, int32(c.StartLine)), append(ends, int32(c.EndLine)), append(contents, c.Content)
 			if len(fileIDs) == batch {
 				if err := flush(); err != nil {
-					return res, err
+					return err
 				}
 			}
 		}
 	}
 	if err := flush(); err != nil {
-		return res, err
+		return err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now() WHERE tenant_id = $1 AND id = $2`,
-		tenantID, repoID, snap.Commit); err != nil {
-		return res, err
-	}
-	return res, insertAudit(ctx, tx, tenantID, actor, "repository.indexed", snap.Commit,
-		map[string]any{"repository_id": repoID, "files": res.Files, "chunks": res.Chunks, "skipped": len(res.Skipped)})
+	return nil
 }
 
 // Candidate is one chunk returned by the search function.
@@ -120,6 +129,10 @@ type Candidate struct {
 	EndLine      int
 	LineCount    int
 	Content      string
+	// Shadowed (pull-request searches only): the chunk is outside the
+	// path prefix, or a base-index chunk of a file the pull request
+	// changes or deletes. It is returned so paging can move past it.
+	Shadowed bool
 }
 
 // SearchTimeout bounds each candidate query (ARCHITECTURE §6.6).
@@ -233,4 +246,33 @@ func ReadIndexedFile(ctx context.Context, db *DB, tenantID string, repoID int64,
 // isQueryCanceled reports a statement cancelled by statement_timeout.
 func isQueryCanceled(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), "57014") || strings.Contains(err.Error(), "canceling statement due to statement timeout"))
+}
+
+// UpdateIndex moves a repository's code index to commit by touching only
+// what changed: the files in changed are replaced (with their chunks), the
+// paths in deleted removed, and every other file is relabelled with the
+// new commit without rewriting its chunks. The caller knows the index was
+// at an ancestor of commit (a fast-forward of the default branch) and
+// stores through pkg/ingest.
+func UpdateIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64, commit string, changed []codeindex.File, deleted []string, actor Actor) (IndexResult, error) {
+	res := IndexResult{Commit: commit}
+	gone := append([]string{}, deleted...)
+	for _, f := range changed {
+		gone = append(gone, f.Path)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM code_files WHERE tenant_id = $1 AND repository_id = $2 AND path = ANY($3)`, tenantID, repoID, gone); err != nil {
+		return res, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE code_files SET commit_sha = $3 WHERE tenant_id = $1 AND repository_id = $2 AND commit_sha <> $3`, tenantID, repoID, commit); err != nil {
+		return res, err
+	}
+	if err := insertFiles(ctx, tx, tenantID, repoID, commit, changed, &res); err != nil {
+		return res, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now() WHERE tenant_id = $1 AND id = $2`,
+		tenantID, repoID, commit); err != nil {
+		return res, err
+	}
+	return res, insertAudit(ctx, tx, tenantID, actor, "repository.indexed", commit,
+		map[string]any{"repository_id": repoID, "changed": len(changed), "deleted": len(deleted), "chunks": res.Chunks, "incremental": true})
 }

@@ -48,8 +48,8 @@ func TestRLSCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"audit_events", "code_chunks", "code_files", "findings", "github_deliveries", "identity_providers", "login_states", "mcp_tokens",
-		"oidc_group_mappings", "pull_requests", "repo_memberships", "repositories", "reviews", "rules", "secret_fingerprints",
+	want := []string{"audit_events", "code_chunks", "code_files", "findings", "github_deliveries", "github_membership_refreshes", "github_pull_syncs", "identity_providers", "login_states", "mcp_tokens",
+		"oidc_group_mappings", "pull_code_chunks", "pull_code_files", "pull_code_heads", "pull_requests", "repo_memberships", "repositories", "reviews", "rules", "secret_fingerprints",
 		"tenant_memberships", "tenant_settings", "users", "web_sessions"}
 	var got []string
 	for _, x := range tables {

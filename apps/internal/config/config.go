@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -150,6 +151,28 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// DefaultMembershipRefresh is how often the worker refreshes every GitHub
+// tenant's membership caches from its installation: well inside the
+// 24-hour bound (codelotse.GrantMaxAge), so members' tokens keep working
+// without a daily sign-in and removed members lose access within the hour.
+const DefaultMembershipRefresh = time.Hour
+
+// MembershipRefreshInterval reads GITHUB_MEMBERSHIP_REFRESH_INTERVAL: a Go
+// duration from 1s to below 24h (short intervals are for tests and small
+// installations; each refresh costs API calls, see docs/github-app.md), or
+// 0 to switch the periodic refresh off (webhooks still trigger one).
+func MembershipRefreshInterval(getenv func(string) string) (time.Duration, error) {
+	v := strings.TrimSpace(getenv("GITHUB_MEMBERSHIP_REFRESH_INTERVAL"))
+	if v == "" {
+		return DefaultMembershipRefresh, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d != 0 && (d < time.Second || d >= 24*time.Hour) {
+		return 0, fmt.Errorf("GITHUB_MEMBERSHIP_REFRESH_INTERVAL must be a duration from 1s to under 24h (or 0 to switch the periodic refresh off), not %q", v)
+	}
+	return d, nil
 }
 
 // RuntimePoolConfig is the connection of the API and worker: APP_DATABASE_URL

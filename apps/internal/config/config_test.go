@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEdgeSettings: the issue-9 settings parse, and mistakes in them stop
@@ -33,6 +34,33 @@ func TestEdgeSettings(t *testing.T) {
 	} {
 		if _, err := Load(env(kv)); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestMembershipRefreshInterval(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want time.Duration
+		ok   bool
+	}{
+		{"", time.Hour, true},
+		{"15m", 15 * time.Minute, true},
+		{"2s", 2 * time.Second, true},
+		{"0", 0, true},
+		{"500ms", 0, false},
+		{"24h", 0, false},
+		{"-1h", 0, false},
+		{"hourly", 0, false},
+	} {
+		got, err := MembershipRefreshInterval(func(k string) string {
+			if k == "GITHUB_MEMBERSHIP_REFRESH_INTERVAL" {
+				return tc.v
+			}
+			return ""
+		})
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("%q: %v, %v; want %v (ok=%v)", tc.v, got, err, tc.want, tc.ok)
 		}
 	}
 }

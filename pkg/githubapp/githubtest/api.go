@@ -223,17 +223,15 @@ func (s *Server) canReach(u *User, in *installation) bool {
 }
 
 // permission is u's effective permission on r: the owner and active
-// organization admins have admin; anyone else has what SetPermission gave
-// them, or nothing.
+// organization admins have admin; active members have the base permission
+// and their teams'; anyone may have what SetPermission gave them; the
+// highest wins.
 func (s *Server) permission(u *User, r *repo) string {
 	acct := s.installation(r.installationID).accountID
 	if acct == u.ID {
 		return "admin"
 	}
-	if m, ok := s.memberships[[2]int64{u.ID, acct}]; ok && m.state == "active" && m.role == "admin" {
-		return "admin"
-	}
-	return s.perms[[2]int64{u.ID, r.ID}]
+	return higher(s.perms[[2]int64{u.ID, r.ID}], s.memberPermission(u.ID, r))
 }
 
 // paginate cuts list into the page the request asks for (page, per_page;

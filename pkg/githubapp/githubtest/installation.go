@@ -130,6 +130,12 @@ func (s *Server) installationAPI(w http.ResponseWriter, r *http.Request, path st
 		if ok {
 			writeJSON(w, http.StatusOK, map[string]any{"total_count": len(list), "repository_selection": "selected", "repositories": page})
 		}
+	case strings.HasPrefix(path, "/orgs/") && isInstallationToken(r):
+		id, ok := s.authenticateInstallation(w, r)
+		if !ok {
+			return true
+		}
+		s.orgAPI(w, r, id, path)
 	case strings.HasPrefix(path, "/repos/") && isInstallationToken(r):
 		if r.Method != http.MethodGet {
 			writeJSON(w, http.StatusNotFound, notFound())

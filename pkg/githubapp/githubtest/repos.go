@@ -66,6 +66,9 @@ type ReviewComment struct {
 	// CommitID.
 	CommitID, OriginalCommitID string
 	CreatedAt                  time.Time
+	// Resolved marks the thread this comment starts as resolved (GraphQL
+	// isResolved; see ResolveThread). Replies ignore it.
+	Resolved bool
 }
 
 // CodeScanningAlert is a code-scanning alert of a repository.
@@ -372,6 +375,12 @@ func (s *Server) repoAPI(w http.ResponseWriter, r *http.Request, installationID 
 		if page, ok := s.paginate(w, r, list); ok {
 			writeJSON(w, http.StatusOK, page)
 		}
+	case len(rest) == 2 && rest[0] == "compare":
+		s.compare(w, r, rp, rest[1])
+	case len(rest) >= 2 && rest[0] == "contents":
+		s.contents(w, r, rp, strings.Join(rest[1:], "/"))
+	case len(rest) == 1 && rest[0] == "collaborators":
+		s.listCollaborators(w, r, rp)
 	case len(rest) == 2 && rest[0] == "code-scanning" && rest[1] == "alerts":
 		s.listAlerts(w, r, rp)
 	case len(rest) >= 2 && rest[0] == "commits":

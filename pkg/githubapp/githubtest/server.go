@@ -34,9 +34,13 @@
 //	GET  /repos/{owner}/{repo}/commits/{ref}           a commit; just its id with Accept: application/vnd.github.sha
 //	GET  /repos/{owner}/{repo}/tarball[/{ref}]         302 to /_codeload/… with a short-lived token in the query
 //	GET  /_codeload/{owner}/{repo}/legacy.tar.gz/{sha} the gzip tar: pax comment, top directory owner-repo-sha7/
+//	GET  /orgs/{org}, /orgs/{org}/members              the organization and its members (members.go)
+//	GET  /repos/{owner}/{repo}/collaborators           collaborators by affiliation, with permissions
 //
 // Content is configured with AddPullRequest, AddReview, AddReviewComment,
-// AddCodeScanningAlert, SetCodeScanning, SetRepoFiles and SetBranchHead.
+// AddCodeScanningAlert, SetCodeScanning, SetRepoFiles, SetBranchHead,
+// SetMembership, SetPermission, SetTeam, SetBasePermission and
+// RevokeInstallationPermission.
 //
 // It is a test helper: it logs nothing and keeps everything in memory. It
 // is not a security boundary, though it checks what GitHub checks (client
@@ -45,9 +49,14 @@
 package githubtest
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -166,6 +175,15 @@ type Server struct {
 	commits        map[int64]map[string]map[string]string // repo → sha → path → content
 	heads          map[int64]map[string]string            // repo → branch → sha
 	codeloadTokens map[string]*codeloadGrant
+
+	notModified int
+	// graphQLOff makes the GraphQL endpoint answer 404, as on an old
+	// GitHub Enterprise Server.
+	graphQLOff bool
+
+	// Teams and base permissions; see members.go.
+	teams     map[string]*team // "org/slug" → team
+	basePerms map[int64]string // organization → base permission
 }
 
 type installation struct {
@@ -173,6 +191,8 @@ type installation struct {
 	accountID int64
 	suspended bool
 	repoIDs   []int64
+	// revoked are organization permissions the installation lacks.
+	revoked map[string]bool
 }
 
 type repo struct {
@@ -512,9 +532,82 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.authorize(w, r)
 	case r.URL.Path == "/login/oauth/access_token":
 		s.accessToken(w, r)
+	case r.Method == http.MethodGet:
+		s.conditional(w, r)
+	case r.Method == http.MethodPost && s.isGraphQL(r.URL.Path):
+		s.graphql(w, r)
 	default:
 		s.api(w, r)
 	}
+}
+
+// conditional serves a GET of the REST API as GitHub does conditional
+// requests: every 200 answer carries a weak ETag of its body, and a request
+// whose If-None-Match names the current one gets 304 Not Modified without a
+// body (GitHub does not count those against the rate limit).
+func (s *Server) conditional(w http.ResponseWriter, r *http.Request) {
+	rec := &recorder{header: http.Header{}, status: http.StatusOK, w: w}
+	s.api(rec, r)
+	h := w.Header()
+	for k, v := range rec.header {
+		h[k] = v
+	}
+	if rec.status == http.StatusOK && !rec.hijacked {
+		sum := sha256.Sum256(rec.body.Bytes())
+		etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
+		h.Set("ETag", etag)
+		if inm := r.Header.Get("If-None-Match"); inm != "" && strings.TrimPrefix(inm, "W/") == strings.TrimPrefix(etag, "W/") {
+			s.mu.Lock()
+			s.notModified++
+			s.mu.Unlock()
+			h.Del("Content-Type")
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	if rec.hijacked {
+		return
+	}
+	w.WriteHeader(rec.status)
+	_, _ = w.Write(rec.body.Bytes())
+}
+
+// NotModified counts the 304 answers given to conditional requests.
+func (s *Server) NotModified() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notModified
+}
+
+// recorder buffers an answer so conditional can compute its ETag. It
+// passes a hijack (FailNext(ConnectionReset)) through to the connection.
+type recorder struct {
+	header   http.Header
+	status   int
+	body     bytes.Buffer
+	wrote    bool
+	hijacked bool
+	w        http.ResponseWriter
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(status int) {
+	if !r.wrote {
+		r.status, r.wrote = status, true
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.body.Write(b)
+}
+
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := r.w.(http.Hijacker)
+	if !ok {
+		return nil, nil, http.ErrNotSupported
+	}
+	r.hijacked = true
+	return hj.Hijack()
 }
 
 // account returns an account's login and type.

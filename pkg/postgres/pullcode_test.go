@@ -1,0 +1,123 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codeindex"
+	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+)
+
+func file(path, content string) codeindex.File {
+	return codeindex.File{Path: path, Size: int64(len(content)), Language: codeindex.Language(path), Lines: codeindex.SplitLines(content)}
+}
+
+// TestPullIndex: a pull request's overlay replaces the files it changes
+// and hides the ones it deletes; everything else reads through to the
+// base index; the search function gives nothing for another tenant's or
+// an unknown pull request, and dropping closed pull requests removes
+// their overlay.
+func TestPullIndex(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	a, b := seedTenant(t, env, "acme"), seedTenant(t, env, "other")
+	repo := addRepo(t, env, a, "acme/api")
+	other := addRepo(t, env, b, "other/api")
+	const base, head = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	for _, x := range []struct {
+		tenant string
+		repo   int64
+	}{{a, repo.ID}, {b, other.ID}} {
+		if err := env.App.InTenant(ctx, x.tenant, func(tx pgx.Tx) error {
+			if _, err := postgres.ReplaceIndex(ctx, tx, x.tenant, x.repo, codeindex.Snapshot{Commit: base, Files: []codeindex.File{
+				file("main.go", "package main\n\nfunc BaseOnly() {}\n"),
+				file("gone.go", "package main\n\nfunc GoneNeedle() {}\n"),
+				file("same.go", "package main\n\nfunc SameNeedle() {}\n"),
+			}}, postgres.Actor{Label: "test"}); err != nil {
+				return err
+			}
+			_, err := postgres.ReplacePullIndex(ctx, tx, x.tenant, x.repo, 7, head, base,
+				[]codeindex.File{file("main.go", "package main\n\nfunc HeadOnly() {}\n"), file("new.go", "package main\n\nfunc NewNeedle() {}\n")},
+				[]string{"gone.go"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// visible runs both phases and returns the paths of the chunks a
+	// search would keep.
+	visible := func(tenant string, repoID int64, number int, pattern string) []string {
+		t.Helper()
+		var out []string
+		for phase := 1; phase <= 2; phase++ {
+			cands, err := postgres.SearchPullCandidates(ctx, env.App, tenant, repoID, number, phase, []string{"%" + pattern + "%"}, "", 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cands {
+				if !c.Shadowed {
+					if c.Commit != head {
+						t.Errorf("candidate %s has commit %s, want the head", c.Path, c.Commit)
+					}
+					out = append(out, c.Path)
+				}
+			}
+		}
+		return out
+	}
+	for pattern, want := range map[string]string{"HeadOnly": "main.go", "BaseOnly": "", "GoneNeedle": "", "SameNeedle": "same.go", "NewNeedle": "new.go"} {
+		if got := strings.Join(visible(a, repo.ID, 7, pattern), ","); got != want {
+			t.Errorf("%s at the head: %q, want %q", pattern, got, want)
+		}
+	}
+	// Foreign or unknown ids get nothing from the SECURITY DEFINER
+	// function: another tenant's repository, an unknown pull request.
+	if got := visible(a, other.ID, 7, "Needle"); len(got) != 0 {
+		t.Errorf("another tenant's repository through acme: %v", got)
+	}
+	if got := visible(a, repo.ID, 8, "Needle"); len(got) != 0 {
+		t.Errorf("a pull request without an index: %v", got)
+	}
+	// The base search does not see the overlay.
+	cands, err := postgres.SearchCandidates(ctx, env.App, a, []int64{repo.ID}, []string{"%HeadOnly%"}, "", 0, 100)
+	if err != nil || len(cands) != 0 {
+		t.Errorf("base search sees the pull request's head: %v, %v", cands, err)
+	}
+
+	h, ok, err := postgres.PullHead(ctx, env.App, a, repo.ID, 7)
+	if err != nil || !ok || h.HeadSHA != head {
+		t.Fatalf("head = %+v, %v, %v", h, ok, err)
+	}
+	f, err := postgres.ReadPullFile(ctx, env.App, a, repo.ID, h, "main.go", 1, 0)
+	if err != nil || f.Commit != head || len(f.Lines) != 3 || f.Lines[2] != "func HeadOnly() {}" {
+		t.Errorf("changed file at the head = %+v, %v", f, err)
+	}
+	if f, err := postgres.ReadPullFile(ctx, env.App, a, repo.ID, h, "same.go", 1, 0); err != nil || f.Commit != head || f.Lines[2] != "func SameNeedle() {}" {
+		t.Errorf("unchanged file at the head = %+v, %v", f, err)
+	}
+	if _, err := postgres.ReadPullFile(ctx, env.App, a, repo.ID, h, "gone.go", 1, 0); codelotse.ErrorCode(err) != codelotse.NotFound {
+		t.Errorf("deleted file at the head: %v, want not found", err)
+	}
+
+	if err := env.App.InTenant(ctx, a, func(tx pgx.Tx) error {
+		n, err := postgres.DropPullIndexes(ctx, tx, a, repo.ID, []int{3})
+		if n != 1 {
+			t.Errorf("dropped %d overlays, want 1", n)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := env.Admin.Pool.QueryRow(ctx, `SELECT count(*) FROM pull_code_chunks WHERE tenant_id = $1`, a).Scan(&left); err != nil || left != 0 {
+		t.Errorf("chunks left after dropping: %d, %v", left, err)
+	}
+	if err := env.Admin.Pool.QueryRow(ctx, `SELECT count(*) FROM pull_code_chunks WHERE tenant_id = $1`, b).Scan(&left); err != nil || left == 0 {
+		t.Errorf("another tenant's overlay went too: %d, %v", left, err)
+	}
+}
