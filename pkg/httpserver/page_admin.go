@@ -24,6 +24,10 @@ type adminPage struct {
 	Repos      []string
 	Tokens     []tokenRow
 	Audit      []auditRow
+	// OAuth clients: the tenant's switch and every grant (issue 12).
+	OAuth        bool
+	OAuthEnabled bool
+	Grants       []grantRow
 }
 
 type mappingRow struct {
@@ -72,6 +76,16 @@ func (s *Server) loadAdminPage(ctx context.Context, tid string) (adminPage, erro
 			return err
 		}
 		pg.Tokens = tokenRows(list, time.Now())
+		if pg.OAuth = s.cfg.OAuth.Enabled; pg.OAuth {
+			if pg.OAuthEnabled, err = postgres.OAuthEnabled(ctx, tx, tid); err != nil {
+				return err
+			}
+			grants, err := postgres.ListGrants(ctx, tx, tid, "")
+			if err != nil {
+				return err
+			}
+			pg.Grants = grantRows(grants, time.Now())
+		}
 		events, err := postgres.ListAudit(ctx, tx, tid, 100)
 		if err != nil {
 			return err

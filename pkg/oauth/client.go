@@ -198,7 +198,9 @@ func cleanName(s string) string {
 // of a native app (RFC 8252 §7.1). Schemes that run code in a browser are
 // refused.
 func CheckRedirectURI(raw string) *Error {
-	bad := func(why string) *Error { return Errorf(ErrInvalidRedirectURI, "redirect URI "+strconv.Quote(clip(raw, 200))+" "+why) }
+	bad := func(why string) *Error {
+		return Errorf(ErrInvalidRedirectURI, "redirect URI "+strconv.Quote(clip(raw, 200))+" "+why)
+	}
 	if len(raw) > 2000 {
 		return bad("is too long")
 	}

@@ -318,14 +318,14 @@ func TestAuthFunctionIsNarrow(t *testing.T) {
 	addUser(t, env, a, "dev@acme.test", codelotse.RoleMember)
 	secret := createToken(t, env, a, "dev@acme.test", "laptop", 30)
 
-	f, found, err := env.App.AuthToken(ctx, tokens.Hash(secret))
+	f, found, err := env.App.AuthToken(ctx, tokens.Hash(secret), "")
 	if err != nil || !found {
 		t.Fatalf("AuthToken = %v, %v", found, err)
 	}
 	if f.TenantID != a || !f.UserActive || f.RevokedAt != nil || f.MCPEnabled {
 		t.Errorf("facts = %+v; want tenant %s, active user, not revoked, MCP off by default", f, a)
 	}
-	if _, found, err := env.App.AuthToken(ctx, tokens.Hash(tokens.Generate())); err != nil || found {
+	if _, found, err := env.App.AuthToken(ctx, tokens.Hash(tokens.Generate()), ""); err != nil || found {
 		t.Errorf("unknown hash: found=%v err=%v", found, err)
 	}
 	// The runtime role cannot read mcp_tokens directly without a tenant.
