@@ -60,7 +60,7 @@ CREATE INDEX oauth_grants_tenant_client ON oauth_grants (tenant_id, client_ref);
 CREATE TABLE oauth_codes (
     tenant_id      uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     id             uuid NOT NULL DEFAULT gen_random_uuid(),
-    code_hash      bytea NOT NULL UNIQUE CHECK (length(code_hash) = 32),
+    code_hash      bytea NOT NULL CHECK (length(code_hash) = 32),
     user_id        uuid NOT NULL,
     client_ref     uuid NOT NULL,
     redirect_uri   text NOT NULL,
@@ -73,6 +73,8 @@ CREATE TABLE oauth_codes (
     used_at        timestamptz,
     grant_id       uuid,
     PRIMARY KEY (tenant_id, id),
+    -- Looked up inside the tenant of the token endpoint, never across.
+    UNIQUE (tenant_id, code_hash),
     FOREIGN KEY (tenant_id, user_id) REFERENCES users (tenant_id, id) ON DELETE CASCADE,
     FOREIGN KEY (tenant_id, client_ref) REFERENCES oauth_clients (tenant_id, id) ON DELETE CASCADE,
     FOREIGN KEY (tenant_id, grant_id) REFERENCES oauth_grants (tenant_id, id) ON DELETE CASCADE
@@ -86,11 +88,12 @@ CREATE TABLE oauth_refresh_tokens (
     tenant_id   uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     id          uuid NOT NULL DEFAULT gen_random_uuid(),
     grant_id    uuid NOT NULL,
-    token_hash  bytea NOT NULL UNIQUE CHECK (length(token_hash) = 32),
+    token_hash  bytea NOT NULL CHECK (length(token_hash) = 32),
     created_at  timestamptz NOT NULL DEFAULT now(),
     expires_at  timestamptz NOT NULL,
     used_at     timestamptz,
     PRIMARY KEY (tenant_id, id),
+    UNIQUE (tenant_id, token_hash),
     FOREIGN KEY (tenant_id, grant_id) REFERENCES oauth_grants (tenant_id, id) ON DELETE CASCADE
 );
 CREATE INDEX oauth_refresh_tokens_tenant_grant ON oauth_refresh_tokens (tenant_id, grant_id);

@@ -139,7 +139,7 @@ func CreateOAuthCode(ctx context.Context, tx pgx.Tx, tenantID string, nc NewCode
 		tenantID, nc.Hash, nc.UserID, nc.ClientRef, nc.RedirectURI, nc.Challenge, nc.Resource, nc.IdPID, nc.IdPGroups, now, now.Add(oauth.CodeTTL))
 	if err == nil {
 		// Old codes are of no use; remove them opportunistically.
-		_, err = tx.Exec(ctx, `DELETE FROM oauth_codes WHERE tenant_id = $1 AND expires_at < $2 - interval '1 day'`, tenantID, now)
+		_, err = tx.Exec(ctx, `DELETE FROM oauth_codes WHERE tenant_id = $1 AND expires_at < $2::timestamptz - interval '1 day'`, tenantID, now)
 	}
 	return err
 }
@@ -296,7 +296,7 @@ func issue(ctx context.Context, tx pgx.Tx, tenantID string, g grantRow, access, 
 		return Issued{}, err
 	}
 	// Expired access tokens of the grant are of no use; keep the table small.
-	if _, err := tx.Exec(ctx, `DELETE FROM mcp_tokens WHERE tenant_id = $1 AND oauth_grant_id = $2 AND expires_at < $3 - interval '1 day'`, tenantID, g.id, now); err != nil {
+	if _, err := tx.Exec(ctx, `DELETE FROM mcp_tokens WHERE tenant_id = $1 AND oauth_grant_id = $2 AND expires_at < $3::timestamptz - interval '1 day'`, tenantID, g.id, now); err != nil {
 		return Issued{}, err
 	}
 	return Issued{GrantID: g.id, ExpiresIn: exp.Sub(now)}, nil

@@ -49,7 +49,7 @@ func TestRLSCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"audit_events", "code_chunks", "code_files", "findings", "github_deliveries", "identity_providers", "login_states", "mcp_tokens",
-		"oidc_group_mappings", "pull_requests", "repo_memberships", "repositories", "reviews", "rules", "secret_fingerprints",
+		"oauth_clients", "oauth_codes", "oauth_grants", "oauth_refresh_tokens", "oidc_group_mappings", "pull_requests", "repo_memberships", "repositories", "reviews", "rules", "secret_fingerprints",
 		"tenant_memberships", "tenant_settings", "users", "web_sessions"}
 	var got []string
 	for _, x := range tables {
