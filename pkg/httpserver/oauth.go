@@ -346,11 +346,11 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 		// Sign in exactly as on the web pages, then come back here.
 		return c.Redirect(http.StatusSeeOther, "/t/"+slug+"/login?return_to="+url.QueryEscape(c.Request().URL.RequestURI()))
 	}
-	if !p.Member {
-		return s.page(c, http.StatusForbidden, "No access", "Your access to this organisation is not current. Sign in again to refresh it.")
-	}
 	if p.Session.BreakGlass {
 		return s.page(c, http.StatusForbidden, "Not allowed", "Break-glass sessions can never authorize a client. Sign in with your organisation's sign-in instead.")
+	}
+	if !p.Member {
+		return s.page(c, http.StatusForbidden, "No access", "Your access to this organisation is not current. Sign in again to refresh it.")
 	}
 	var active int
 	if err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
