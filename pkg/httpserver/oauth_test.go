@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/mcpserver"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+	"github.com/codelotse/codelotse/pkg/ratelimit"
 	"github.com/codelotse/codelotse/pkg/safehttp"
 	"github.com/codelotse/codelotse/pkg/secretscan"
 	"github.com/codelotse/codelotse/pkg/shape"
@@ -680,7 +682,13 @@ func TestOAuthActiveLimitCountsGrants(t *testing.T) {
 
 func TestOAuthClientIDMetadataDocument(t *testing.T) {
 	var docURL string
+	var fetches atomic.Int32
 	cimd := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big.json" {
+			_, _ = w.Write([]byte(`{"client_id":"` + strings.Repeat("x", 6000) + `"}`))
+			return
+		}
+		fetches.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "max-age=60")
 		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": docURL, "client_name": "Doc Client", "redirect_uris": []string{"http://127.0.0.1/callback"},
@@ -707,6 +715,14 @@ func TestOAuthClientIDMetadataDocument(t *testing.T) {
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "Doc Client") || !strings.Contains(rec.Body.String(), "127.0.0.1") {
 		t.Fatalf("CIMD consent: %d %s", rec.Code, rec.Body)
 	}
+	// HTTP caching is honoured: max-age=60 means no second fetch.
+	if n := fetches.Load(); n != 1 {
+		t.Fatalf("document fetched %d times, want once (cached for max-age)", n)
+	}
+	// A document over the 5 KiB cap is refused.
+	if rec, _ := f.authorize(authParams(cimd.URL+"/big.json", "http://127.0.0.1/callback"), f.cookie, ""); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "5 KiB") {
+		t.Fatalf("oversized document: %d %s", rec.Code, rec.Body)
+	}
 	// The redirect URI must be one the document lists.
 	if rec, _ := f.authorize(authParams(docURL, "https://evil.example.com/cb"), f.cookie, ""); rec.Code != http.StatusBadRequest {
 		t.Fatalf("unlisted redirect: %d", rec.Code)
@@ -722,5 +738,78 @@ func TestOAuthClientIDMetadataDocument(t *testing.T) {
 	// A non-https client_id is no metadata document.
 	if rec, _ := f.authorize(authParams("http://127.0.0.1/client.json", "http://127.0.0.1/callback"), f.cookie, ""); rec.Code != http.StatusBadRequest {
 		t.Fatalf("http client_id: %d", rec.Code)
+	}
+}
+
+func TestOAuthAdminPage(t *testing.T) {
+	f := newOAuthFixture(t, nil)
+	f.connect()
+	admin := f.signIn(f.m.TenantID, f.m.UserID, true) // break-glass acts as a tenant admin
+	page := httptest.NewRequest(http.MethodGet, "/t/acme/admin", nil)
+	page.AddCookie(admin)
+	body := f.do(page).Body.String()
+	if !strings.Contains(body, "Test Client — via OAuth") || !strings.Contains(body, "dev@acme.test") || !strings.Contains(body, "Switch OAuth clients off") {
+		t.Fatalf("admin page lacks the grant or the switch: %s", body)
+	}
+	post := func(path string, form url.Values) int {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(admin)
+		return f.do(req).Code
+	}
+	_, a := f.connect()
+	if st := post("/t/acme/admin/oauth", url.Values{"enabled": {"off"}}); st != http.StatusSeeOther {
+		t.Fatalf("switch off: %d", st)
+	}
+	if st, _ := f.mcpCall("/t/acme/mcp", a.AccessToken); st != 401 {
+		t.Fatalf("after the admin switched OAuth off: %d", st)
+	}
+	if st := post("/t/acme/admin/oauth", url.Values{"enabled": {"on"}}); st != http.StatusSeeOther {
+		t.Fatalf("switch on: %d", st)
+	}
+	if st, _ := f.mcpCall("/t/acme/mcp", a.AccessToken); st != 200 {
+		t.Fatalf("after the admin switched OAuth on again: %d", st)
+	}
+	var gid string
+	if err := f.env.App.InTenant(context.Background(), f.m.TenantID, func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT oauth_grant_id::text FROM mcp_tokens WHERE tenant_id = $1 AND token_hash = $2`, f.m.TenantID, tokens.Hash(a.AccessToken)).Scan(&gid)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if st := post("/t/acme/admin/grants/"+gid+"/revoke", nil); st != http.StatusSeeOther {
+		t.Fatalf("admin revoke: %d", st)
+	}
+	if st, _ := f.mcpCall("/t/acme/mcp", a.AccessToken); st != 401 {
+		t.Fatalf("after the admin revoked the grant: %d", st)
+	}
+	// An unknown grant is a clear 404, not a 500.
+	if st := post("/t/acme/mcp/grants/00000000-0000-0000-0000-000000000000/revoke", nil); st != http.StatusNotFound {
+		t.Fatalf("revoking an unknown grant: %d", st)
+	}
+}
+
+func TestOAuthRegistrationRateLimit(t *testing.T) {
+	f := newOAuthFixture(t, func(c *Config) {
+		c.Limiter = ratelimit.NewMemory()
+		c.OAuth.RegisterLimit = ratelimit.Rule{Limit: 2, Period: time.Hour}
+	})
+	f.register("http://127.0.0.1/cb")
+	f.register("http://127.0.0.1/cb")
+	rec := f.do(httptest.NewRequest(http.MethodPost, "/t/acme/oauth/register", strings.NewReader(`{"redirect_uris":["http://127.0.0.1/cb"]}`)))
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("third registration: %d", rec.Code)
+	}
+	// Bad registrations are clear 400s and store nothing.
+	g := newOAuthFixture(t, nil)
+	for _, body := range []string{`{`, `{"redirect_uris":["http://evil.example.com/cb"]}`, `{"redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"client_secret_basic"}`} {
+		if rec := g.do(httptest.NewRequest(http.MethodPost, "/t/acme/oauth/register", strings.NewReader(body))); rec.Code != http.StatusBadRequest {
+			t.Errorf("registration %s: %d", body, rec.Code)
+		}
+	}
+	var n int
+	if err := g.env.App.InTenant(context.Background(), g.m.TenantID, func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT count(*) FROM oauth_clients WHERE tenant_id = $1`, g.m.TenantID).Scan(&n)
+	}); err != nil || n != 0 {
+		t.Fatalf("clients stored after bad registrations: %d %v", n, err)
 	}
 }
