@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/codelotse/codelotse/pkg/githubapp/githubtest"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -259,5 +260,45 @@ func TestOAuthBreakGlassCannotAuthorize(t *testing.T) {
 	text := pageText(t, ctx)
 	if !strings.Contains(text, "Break-glass sessions can never authorize") || strings.Contains(pageHTML(t, ctx), `id="approve"`) {
 		t.Fatalf("break-glass authorization page:\n%s", text)
+	}
+}
+
+// TestOAuthGitHubSignInResumes: a person who is not signed in follows the
+// client's authorization URL, signs in with GitHub exactly as on the web
+// pages, lands back on the consent page, and the client then sees exactly
+// the repositories that person can see on GitHub.
+func TestOAuthGitHubSignInResumes(t *testing.T) {
+	gh := githubtest.New(t)
+	gh.AddUser(githubtest.User{ID: 1001, Login: "octocat", Name: "The Octocat", Emails: []githubtest.Email{{Email: "octocat@acme.test", Primary: true, Verified: true}}})
+	gh.AddOrg(2001, "acme-org")
+	gh.AddInstallation(3001, 2001)
+	gh.AddRepo(3001, githubtest.Repo{ID: 4001, Name: "api", Private: true})
+	gh.AddRepo(3001, githubtest.Repo{ID: 4002, Name: "secret", Private: true})
+	gh.SetPermission(1001, 4001, "push")
+	gh.SetMembership(1001, 2001, "active", "member")
+	s := newStack(t, "GITHUB_CLIENT_ID="+gh.ClientID, "GITHUB_CLIENT_SECRET="+gh.ClientSecret,
+		"GITHUB_API_URL="+gh.APIURL, "GITHUB_WEB_URL="+gh.WebURL)
+	gh.SetCallbackURL(s.url + "/auth/github/callback")
+	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled", "--github-installation", "3001")
+
+	ctx := browser(t)
+	gh.SignInAs(1001)
+	cb := newCallback(t)
+	var consent string
+	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			ClientName: "E2E GitHub Client", RedirectURIs: []string{cb.redirectURI()}, TokenEndpointAuthMethod: "none"}},
+		AuthorizationCodeFetcher: browserFetcher(t, ctx, cb, &consent),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := oauthConnect(t, s.url+"/t/acme/mcp", h)
+	if !strings.Contains(consent, "E2E GitHub Client") || !strings.Contains(consent, "acme") {
+		t.Errorf("consent page after GitHub sign-in:\n%s", consent)
+	}
+	text, isErr := call(t, cs, "list_repositories", nil)
+	if isErr || !strings.Contains(text, "acme-org/api") || strings.Contains(text, "acme-org/secret") {
+		t.Fatalf("GitHub user's OAuth client: isError=%v %s", isErr, text)
 	}
 }
