@@ -76,6 +76,8 @@ func (s *Server) authenticate(c echo.Context) (authn.Result, error) {
 	}
 	tid, err := s.cfg.DB.TenantIDBySlug(ctx, slug)
 	if codelotse.ErrorCode(err) == codelotse.NotFound {
+		// No such tenant, so no metadata to point to either.
+		c.Set(keyEndpointSlug, "")
 		return authn.Result{Failure: &authn.Failure{Reason: "unknown_tenant"}}, nil
 	}
 	if err != nil {
@@ -465,7 +467,7 @@ func (s *Server) oauthToken(c echo.Context) error {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
 	if !s.oauthEndpointLimit(c, "token", s.cfg.OAuth.TokenLimit) {
-		return tokenError(c, oauth.Errorf(oauth.ErrTemporarilyUnavailable, "too many requests; retry later"))
+		return c.JSON(http.StatusTooManyRequests, map[string]string{"error": oauth.ErrTemporarilyUnavailable, "error_description": "too many requests; retry after the Retry-After seconds"})
 	}
 	_, tid, ok, err := s.tenantSlug(c)
 	if err != nil {
@@ -564,7 +566,7 @@ func checkForm(c echo.Context) *oauth.Error {
 func (s *Server) oauthRevoke(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
 	if !s.oauthEndpointLimit(c, "token", s.cfg.OAuth.TokenLimit) {
-		return tokenError(c, oauth.Errorf(oauth.ErrTemporarilyUnavailable, "too many requests; retry later"))
+		return c.JSON(http.StatusTooManyRequests, map[string]string{"error": oauth.ErrTemporarilyUnavailable, "error_description": "too many requests; retry after the Retry-After seconds"})
 	}
 	_, tid, ok, err := s.tenantSlug(c)
 	if err != nil {

@@ -571,6 +571,9 @@ func TestOAuthTokenOfOneTenantAtAnother(t *testing.T) {
 			t.Errorf("acme's OAuth token at %s: %d, want 401", p, st)
 		}
 	}
+	if _, out := f.mcpCall("/t/nosuch/mcp", a.AccessToken); strings.Contains(out, "resource_metadata") {
+		t.Errorf("an unknown tenant's 401 points to metadata: %s", out)
+	}
 	if st, _ := f.mcpCall("/t/beta/mcp", f.m.Secret); st != 401 {
 		t.Errorf("acme's PAT at beta's endpoint: %d, want 401", st)
 	}
