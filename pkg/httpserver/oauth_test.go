@@ -816,3 +816,32 @@ func TestOAuthRegistrationRateLimit(t *testing.T) {
 		t.Fatalf("clients stored after bad registrations: %d %v", n, err)
 	}
 }
+
+func TestOAuthUnusedRegistrationExpires(t *testing.T) {
+	f := newOAuthFixture(t, nil)
+	const redirect = "http://127.0.0.1/callback"
+	unused, used := f.register(redirect), f.register(redirect)
+	if rec, _ := f.authorize(authParams(used, redirect), f.cookie, "approve"); rec.Code != http.StatusSeeOther {
+		t.Fatalf("authorize: %d", rec.Code)
+	}
+	_, q := f.authorize(authParams(used, redirect), f.cookie, "approve")
+	if a := f.token(codeForm(used, q.Get("code"), redirect, verifier)); a.Status != 200 {
+		t.Fatalf("token: %+v", a)
+	}
+	// 31 days later: the unused registration is gone, the used one was extended.
+	f.exec(`UPDATE oauth_clients SET expires_at = now() - interval '1 second' WHERE tenant_id = $1 AND last_used_at IS NULL`)
+	if rec, _ := f.authorize(authParams(unused, redirect), f.cookie, ""); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "expired unused") {
+		t.Fatalf("expired registration: %d %s", rec.Code, rec.Body)
+	}
+	if rec, _ := f.authorize(authParams(used, redirect), f.cookie, ""); rec.Code != http.StatusOK {
+		t.Fatalf("used registration: %d", rec.Code)
+	}
+	// The next registration sweeps expired ones away.
+	f.register(redirect)
+	var n int
+	if err := f.env.App.InTenant(context.Background(), f.m.TenantID, func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT count(*) FROM oauth_clients WHERE tenant_id = $1 AND client_id = $2`, f.m.TenantID, unused).Scan(&n)
+	}); err != nil || n != 0 {
+		t.Fatalf("expired registration still stored: %d %v", n, err)
+	}
+}
