@@ -33,6 +33,12 @@ type callbackServer struct {
 func newCallback(t *testing.T) *callbackServer {
 	cb := &callbackServer{got: make(chan *auth.AuthorizationResult, 1)}
 	cb.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Only the redirect itself: the browser also asks for /favicon.ico,
+		// which must not pass for an authorization response.
+		if r.URL.Path != "/callback" {
+			http.NotFound(w, r)
+			return
+		}
 		q := r.URL.Query()
 		if e := q.Get("error"); e != "" {
 			fmt.Fprintf(w, "error %s", e)
