@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -73,8 +74,10 @@ func TestBearerEdge(t *testing.T) {
 	s.exec(`UPDATE tenant_memberships SET refreshed_at = now() - interval '24 hours 1 minute'
 		WHERE user_id = (SELECT id FROM users WHERE email = 'stale@acme.test')`)
 
-	challenge := `Bearer realm="codelotse", error="invalid_token", resource_metadata="` + s.url + `/.well-known/oauth-protected-resource/mcp"`
-	refresh := `Bearer realm="codelotse", error="invalid_token", error_description="sign in to CodeLotse to refresh access", resource_metadata="` + s.url + `/.well-known/oauth-protected-resource/mcp"`
+	// The root /mcp has no authorization server (issue 12: OAuth is per
+	// tenant at /t/{slug}/mcp), so its 401 names no resource metadata.
+	challenge := `Bearer realm="codelotse", error="invalid_token"`
+	refresh := `Bearer realm="codelotse", error="invalid_token", error_description="sign in to CodeLotse to refresh access"`
 
 	for _, tc := range []struct {
 		name    string
@@ -213,20 +216,27 @@ func TestBearerEdge(t *testing.T) {
 		}
 	})
 	t.Run("protected resource metadata", func(t *testing.T) {
+		// The root endpoint's metadata is absent (it would name no
+		// authorization server); the tenant endpoint's is complete.
 		for _, p := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
 			resp, err := http.Get(s.url + p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var doc map[string]any
-			err = json.NewDecoder(resp.Body).Decode(&doc)
 			resp.Body.Close()
-			if err != nil || resp.StatusCode != 200 {
-				t.Fatalf("%s: %d %v", p, resp.StatusCode, err)
+			if resp.StatusCode != 404 {
+				t.Errorf("%s: %d, want 404", p, resp.StatusCode)
 			}
-			if doc["resource"] != s.url+"/mcp" || doc["authorization_servers"] != nil {
-				t.Errorf("%s: %v", p, doc)
-			}
+		}
+		resp, err := http.Get(s.url + "/.well-known/oauth-protected-resource/t/acme/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&doc)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || doc["resource"] != s.url+"/t/acme/mcp" || fmt.Sprint(doc["authorization_servers"]) != "["+s.url+"/t/acme]" {
+			t.Errorf("tenant metadata: %d %v %v", resp.StatusCode, err, doc)
 		}
 	})
 	t.Run("health", func(t *testing.T) {

@@ -10,7 +10,8 @@
 -- {{auth}} sees every row of these four tables, but only these columns,
 -- and only through the function below (it cannot log in).
 GRANT USAGE ON SCHEMA public TO {{auth}};
-GRANT SELECT (tenant_id, id, user_id, token_hash, expires_at, revoked_at, last_used_at, idp_id, idp_groups)
+GRANT SELECT (tenant_id, id, user_id, token_hash, expires_at, revoked_at, last_used_at, idp_id, idp_groups,
+    oauth_grant_id, audience)
     ON mcp_tokens TO {{auth}};
 GRANT SELECT (tenant_id, id, deleted_at) ON users TO {{auth}};
 GRANT SELECT (tenant_id, settings) ON tenant_settings TO {{auth}};
@@ -43,9 +44,16 @@ CREATE POLICY auth_session_read ON oidc_group_mappings FOR SELECT TO {{auth}} US
 -- auth_token returns the facts the bearer authenticator decides on, for the
 -- token whose SHA-256 is p_hash, or no row. It does not decide itself so
 -- that the service can log why a token was refused (never the token), and
--- so that grants stay a pure Go function (pkg/grants).
+-- so that grants stay a pure Go function (pkg/grants) -- with one exception:
+-- an access token issued to an OAuth client (oauth_grant_id set) is bound to
+-- the resource it was issued for and to the tenant's OAuth switch, and the
+-- function itself refuses it (no row) when p_resource, the endpoint that was
+-- called, is another one, or when the tenant has switched OAuth clients off
+-- (tenant_settings.settings.oauth.enabled, on unless set to false). So no
+-- caller can accept a token of one tenant's resource at another's.
 DROP FUNCTION IF EXISTS auth_token(bytea);
-CREATE FUNCTION auth_token(p_hash bytea)
+DROP FUNCTION IF EXISTS auth_token(bytea, text);
+CREATE FUNCTION auth_token(p_hash bytea, p_resource text)
 RETURNS TABLE (
     token_id        uuid,
     tenant_id       uuid,
@@ -64,7 +72,8 @@ RETURNS TABLE (
     repo_ids        bigint[],
     map_groups      text[],
     map_roles       text[],
-    map_repo_ids    bigint[]
+    map_repo_ids    bigint[],
+    oauth_grant_id  uuid
 )
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, public, pg_temp
@@ -78,7 +87,8 @@ AS $$
            m.role, m.source, m.refreshed_at,
            coalesce((SELECT array_agg(rm.repository_id) FROM public.repo_memberships rm
                      WHERE rm.tenant_id = t.tenant_id AND rm.user_id = t.user_id), '{}'),
-           g.groups, g.roles, g.repos
+           g.groups, g.roles, g.repos,
+           t.oauth_grant_id
     FROM public.mcp_tokens t
     LEFT JOIN public.users u ON u.tenant_id = t.tenant_id AND u.id = t.user_id
     LEFT JOIN public.tenant_settings s ON s.tenant_id = t.tenant_id
@@ -93,10 +103,13 @@ AS $$
           AND gm.group_name = ANY(t.idp_groups)
     ) g ON true
     WHERE t.token_hash = p_hash
+      AND (t.oauth_grant_id IS NULL
+           OR (t.audience = p_resource
+               AND coalesce((s.settings #>> '{oauth,enabled}')::boolean, true)))
 $$;
-ALTER FUNCTION auth_token(bytea) OWNER TO {{auth}};
-REVOKE ALL ON FUNCTION auth_token(bytea) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION auth_token(bytea) TO {{app}};
+ALTER FUNCTION auth_token(bytea, text) OWNER TO {{auth}};
+REVOKE ALL ON FUNCTION auth_token(bytea, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION auth_token(bytea, text) TO {{app}};
 
 -- Purpose auth.signin (operators and web sign-in): resolve a tenant slug to
 -- its id before any tenant is known. Reads only id and slug of tenants.

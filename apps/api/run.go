@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/codelotse/codelotse/apps/internal/config"
@@ -18,6 +21,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/mcpserver"
 	"github.com/codelotse/codelotse/pkg/oidc"
 	"github.com/codelotse/codelotse/pkg/ratelimit"
+	"github.com/codelotse/codelotse/pkg/safehttp"
 	"github.com/codelotse/codelotse/pkg/secretscan"
 	"github.com/codelotse/codelotse/pkg/shape"
 	"github.com/codelotse/codelotse/pkg/telemetry"
@@ -98,6 +102,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		enqueuer = jc
 	}
 
+	oauthCfg, err := oauthConfig(getenv)
+	if err != nil {
+		return err
+	}
+
 	srv, err := httpserver.New(httpserver.Config{
 		PublicURL:      cfg.PublicURL,
 		AllowedOrigins: cfg.AllowedOrigins,
@@ -117,12 +126,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		GitHub:        gh,
 		WebhookSecret: []byte(secret),
 		Jobs:          enqueuer,
-		OIDC:          oidc.NewClient(nil),
+		OIDC:          newOIDCClient(cfg),
 		DevSignIn:     cfg.LoopbackHTTP(),
 		Limiter:       limiter,
 		Limits: httpserver.Limits{PerIP: perMinute(cfg.RatePerIP), PerToken: perMinute(cfg.RatePerToken), Login: perMinute(cfg.LoginRatePerIP),
 			Webhook: perMinute(cfg.WebhookRatePerIP)},
 		TrustedProxies: cfg.TrustedProxies,
+		OAuth:          oauthCfg,
 	})
 	if err != nil {
 		return err
@@ -190,4 +200,56 @@ func purgeLoginStates(ctx context.Context, db interface {
 	}
 }
 
+// oauthConfig reads the OAuth settings (README "OAuth"): OAUTH_ENABLED and
+// OAUTH_DYNAMIC_REGISTRATION default to on; OAUTH_CIMD_ALLOW_CIDRS and
+// OAUTH_CIMD_CA_FILE exist for development and tests only (a client
+// metadata document served from 127.0.0.1 with a test certificate).
+func oauthConfig(getenv func(string) string) (httpserver.OAuthConfig, error) {
+	oc := httpserver.OAuthConfig{RegisterLimit: httpserver.DefaultRegisterLimit, TokenLimit: httpserver.DefaultTokenLimit}
+	var err error
+	if oc.Enabled, err = boolEnv(getenv, "OAUTH_ENABLED", true); err != nil {
+		return oc, err
+	}
+	if oc.DynamicRegistration, err = boolEnv(getenv, "OAUTH_DYNAMIC_REGISTRATION", true); err != nil {
+		return oc, err
+	}
+	allow, err := safehttp.ParseAllow(getenv("OAUTH_CIMD_ALLOW_CIDRS"))
+	if err != nil {
+		return oc, fmt.Errorf("OAUTH_CIMD_ALLOW_CIDRS: %w", err)
+	}
+	opts := safehttp.Options{Allow: allow, Timeout: 5 * time.Second}
+	if f := getenv("OAUTH_CIMD_CA_FILE"); f != "" {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return oc, fmt.Errorf("OAUTH_CIMD_CA_FILE: %w", err)
+		}
+		opts.RootCAs = x509.NewCertPool()
+		if !opts.RootCAs.AppendCertsFromPEM(pem) {
+			return oc, fmt.Errorf("OAUTH_CIMD_CA_FILE: no PEM certificate in %s", f)
+		}
+	}
+	oc.MetadataClient = safehttp.NewClient(opts)
+	return oc, nil
+}
+
+func boolEnv(getenv func(string) string, name string, def bool) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(getenv(name))) {
+	case "":
+		return def, nil
+	case "1", "true", "on", "yes":
+		return true, nil
+	case "0", "false", "off", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s must be true or false", name)
+}
+
 func perMinute(n int) ratelimit.Rule { return ratelimit.Rule{Limit: n, Period: time.Minute} }
+
+// newOIDCClient is the service's client for identity providers: every
+// request goes through pkg/safehttp, so an issuer typed by a tenant admin
+// can reach only public addresses unless the operator allowed a range or
+// plain http for development (OIDC_ALLOW_PRIVATE_CIDRS, OIDC_ALLOW_HTTP).
+func newOIDCClient(cfg config.Config) *oidc.Client {
+	return oidc.New(oidc.Options{AllowPrivate: cfg.OIDCAllowPrivate, AllowHTTP: cfg.OIDCAllowHTTP})
+}

@@ -67,7 +67,7 @@ func TestDeletedUserStaysLockedOut(t *testing.T) {
 	}
 	live := func() (token, session bool) {
 		t.Helper()
-		f, found, err := env.App.AuthToken(ctx, tokens.Hash(secret))
+		f, found, err := env.App.AuthToken(ctx, tokens.Hash(secret), "")
 		if err != nil {
 			t.Fatal(err)
 		}

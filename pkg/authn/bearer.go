@@ -75,7 +75,12 @@ type Result struct {
 // Authenticate checks a token and computes its grants (ARCHITECTURE §4 steps
 // 3, 4 and 6) in one database round trip. A nil error with no failures means
 // the principal may proceed.
-func (b *Bearer) Authenticate(ctx context.Context, authorization string) (Result, error) {
+//
+// resource is the URL of the endpoint called (an OAuth access token is valid
+// only at the resource it was issued for; the auth function enforces it).
+// tenantID, when set, is the tenant of a tenant-scoped endpoint
+// (/t/{slug}/mcp): a token of any other tenant is refused there.
+func (b *Bearer) Authenticate(ctx context.Context, authorization, resource, tenantID string) (Result, error) {
 	tok, ok := ParseAuthorization(authorization)
 	if !ok {
 		if authorization == "" {
@@ -84,7 +89,7 @@ func (b *Bearer) Authenticate(ctx context.Context, authorization string) (Result
 		return Result{Failure: &Failure{Reason: "malformed"}}, nil
 	}
 	hash := tokens.Hash(tok)
-	f, found, err := b.DB.AuthToken(ctx, hash)
+	f, found, err := b.DB.AuthToken(ctx, hash, resource)
 	if err != nil {
 		return Result{}, err
 	}
@@ -93,6 +98,8 @@ func (b *Bearer) Authenticate(ctx context.Context, authorization string) (Result
 	switch {
 	case !found:
 		return fail("unknown")
+	case tenantID != "" && f.TenantID != tenantID:
+		return fail("wrong_tenant")
 	case f.RevokedAt != nil:
 		return fail("revoked")
 	case !now.Before(f.ExpiresAt):

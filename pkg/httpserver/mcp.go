@@ -59,7 +59,7 @@ func (s *Server) mcpPost(c echo.Context) error {
 	}
 
 	// 3, 4. Token, its state, the tenant switch (and the grant inputs).
-	res, err := s.cfg.Bearer.Authenticate(r.Context(), r.Header.Get("Authorization"))
+	res, err := s.authenticate(c)
 	if err != nil {
 		s.cfg.Logger.Error("authenticating a token failed", "err", err)
 		return jsonRPCError(c, http.StatusServiceUnavailable, -32603, "Service unavailable; try again shortly.")
@@ -305,7 +305,11 @@ func (s *Server) unauthorized(c echo.Context, f *authn.Failure) error {
 	if f.Refresh {
 		v += fmt.Sprintf(`, error_description=%q`, refreshDescription)
 	}
-	v += fmt.Sprintf(`, resource_metadata=%q`, s.cfg.PublicURL+"/.well-known/oauth-protected-resource/mcp")
+	// Only an endpoint with an authorization server names its metadata
+	// (ARCHITECTURE §4: complete discovery or none).
+	if md := s.resourceMetadataOf(c); md != "" {
+		v += fmt.Sprintf(`, resource_metadata=%q`, md)
+	}
 	c.Response().Header().Set("WWW-Authenticate", v)
 	return c.Blob(http.StatusUnauthorized, "application/json", []byte(unauthorizedBody))
 }

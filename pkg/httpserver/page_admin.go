@@ -27,6 +27,10 @@ type adminPage struct {
 	// GitHub is set for a tenant bound to a GitHub App installation: how
 	// its members' access is kept fresh.
 	GitHub *githubFreshness
+	// OAuth clients: the tenant's switch and every grant (issue 12).
+	OAuth        bool
+	OAuthEnabled bool
+	Grants       []grantRow
 }
 
 // githubFreshness is what the admin page says about the membership
@@ -101,6 +105,16 @@ func (s *Server) loadAdminPage(ctx context.Context, tid string) (adminPage, erro
 			return err
 		}
 		pg.Tokens = tokenRows(list, time.Now())
+		if pg.OAuth = s.cfg.OAuth.Enabled; pg.OAuth {
+			if pg.OAuthEnabled, err = postgres.OAuthEnabled(ctx, tx, tid); err != nil {
+				return err
+			}
+			grants, err := postgres.ListGrants(ctx, tx, tid, "")
+			if err != nil {
+				return err
+			}
+			pg.Grants = grantRows(grants, time.Now())
+		}
 		events, err := postgres.ListAudit(ctx, tx, tid, 100)
 		if err != nil {
 			return err

@@ -27,8 +27,14 @@ const signInTTL = 10 * time.Minute
 // provider (OIDC), or with GitHub for a tenant bound to an installation.
 func (s *Server) login(c echo.Context) error {
 	slug := c.Get(keySlug).(string)
+	// return_to resumes an OAuth authorization after sign-in; only that
+	// page of this tenant, so the parameter is no open redirect.
+	returnTo := c.QueryParam("return_to")
+	if !strings.HasPrefix(returnTo, "/t/"+slug+"/oauth/authorize?") {
+		returnTo = ""
+	}
 	if p := principal(c); p != nil && p.Member {
-		return c.Redirect(http.StatusSeeOther, "/t/"+slug+"/mcp")
+		return c.Redirect(http.StatusSeeOther, afterSignIn(slug, returnTo))
 	}
 	// Every unauthenticated start stores a sign-in state: bound per address.
 	if d := s.limitBucket(c, "login:ip:"+c.RealIP(), s.cfg.Limits.Login); !d.Allowed {
@@ -46,7 +52,7 @@ func (s *Server) login(c echo.Context) error {
 	err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
 		if p, err := postgres.IdentityProviderByIssuer(ctx, tx, tid, ""); err == nil && p.Enabled && s.cfg.OIDC != nil {
 			value, nonce, verifier := tid+"."+authn.NewSecret(), oidc.NewNonce(), oidc.NewVerifier()
-			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: "oidc", IdPID: p.ID, Verifier: verifier, Nonce: nonce, BrowserHash: bindHash}, signInTTL); err != nil {
+			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: "oidc", IdPID: p.ID, Verifier: verifier, Nonce: nonce, ReturnTo: returnTo, BrowserHash: bindHash}, signInTTL); err != nil {
 				return err
 			}
 			target, err = s.cfg.OIDC.AuthURL(ctx, s.oidcProvider(p), value, nonce, verifier)
@@ -58,7 +64,7 @@ func (s *Server) login(c echo.Context) error {
 		}
 		if g.InstallationID != nil && s.cfg.GitHub != nil {
 			value, verifier := tid+"."+authn.NewSecret(), githubapp.NewVerifier()
-			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: "github", Verifier: verifier, BrowserHash: bindHash}, signInTTL); err != nil {
+			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: "github", Verifier: verifier, ReturnTo: returnTo, BrowserHash: bindHash}, signInTTL); err != nil {
 				return err
 			}
 			target = s.cfg.GitHub.AuthCodeURL(value, verifier)
@@ -171,7 +177,16 @@ func (s *Server) oidcCallback(c echo.Context) error {
 		return s.signInFailed(c, err)
 	}
 	c.SetCookie(cookie)
-	return c.Redirect(http.StatusSeeOther, "/t/"+slug+"/mcp")
+	return c.Redirect(http.StatusSeeOther, afterSignIn(slug, st.ReturnTo))
+}
+
+// afterSignIn is where a finished sign-in goes: back to the OAuth
+// authorization it interrupted, else the MCP access page.
+func afterSignIn(slug, returnTo string) string {
+	if returnTo != "" && strings.HasPrefix(returnTo, "/t/"+slug+"/oauth/authorize?") {
+		return returnTo
+	}
+	return "/t/" + slug + "/mcp"
 }
 
 // githubCallback is GET /auth/github/callback: finish the GitHub App user
@@ -252,7 +267,7 @@ func (s *Server) githubCallback(c echo.Context) error {
 		return s.page(c, http.StatusForbidden, "No access", "Your GitHub account cannot see this organisation's CodeLotse installation.")
 	}
 	c.SetCookie(cookie)
-	return c.Redirect(http.StatusSeeOther, "/t/"+slug+"/mcp")
+	return c.Redirect(http.StatusSeeOther, afterSignIn(slug, st.ReturnTo))
 }
 
 func (s *Server) signInFailed(c echo.Context, err error) error {

@@ -51,6 +51,11 @@ type mcpPage struct {
 	Endpoint    string
 	// Created is set only in the response that creates a token.
 	Created *createdToken
+	// OAuth clients connected by this person (each counts as one entry
+	// toward the active limit) and the endpoint OAuth clients paste.
+	OAuth    bool
+	Grants   []grantRow
+	OAuthURL string
 }
 
 type createdToken struct {
@@ -69,11 +74,22 @@ func (s *Server) loadMCPPage(c echo.Context) (mcpPage, error) {
 		}
 		pg.MCPEnabled = t.MCPEnabled
 		list, err := postgres.ListTokens(c.Request().Context(), tx, tid, p.Session.UserID)
+		if err != nil {
+			return err
+		}
 		pg.Tokens = tokenRows(list, time.Now())
+		grants, err := postgres.ListGrants(c.Request().Context(), tx, tid, p.Session.UserID)
+		pg.Grants = grantRows(grants, time.Now())
 		return err
 	})
+	pg.OAuth, pg.OAuthURL = s.cfg.OAuth.Enabled, s.resource(c.Get(keySlug).(string))
 	for _, t := range pg.Tokens {
 		if t.Active {
+			pg.ActiveCount++
+		}
+	}
+	for _, g := range pg.Grants {
+		if g.Active {
 			pg.ActiveCount++
 		}
 	}

@@ -40,20 +40,6 @@ func (s *Server) readyz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// protectedResource serves the RFC 9728 metadata. There is no OAuth
-// authorization server (ADR-0018): the document names none, and points to
-// the page that explains how to create a token.
-func (s *Server) protectedResource(c echo.Context) error {
-	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
-	return c.JSON(http.StatusOK, map[string]any{
-		"resource":                 s.cfg.PublicURL + "/mcp",
-		"bearer_methods_supported": []string{"header"},
-		"scopes_supported":         []string{"mcp:read"},
-		"resource_name":            "CodeLotse MCP",
-		"resource_documentation":   s.cfg.PublicURL + "/#tokens",
-	})
-}
-
 func (s *Server) index(c echo.Context) error {
 	return s.render(c, http.StatusOK, "index.html", map[string]any{
 		"Title":  "MCP",
@@ -75,7 +61,9 @@ func (s *Server) render(c echo.Context, status int, page string, data any) error
 		return err
 	}
 	h := c.Response().Header()
-	h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	if h.Get("Content-Security-Policy") == "" { // a page may widen form-action (the OAuth consent page)
+		h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	return c.HTMLBlob(status, buf.Bytes())

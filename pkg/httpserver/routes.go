@@ -30,9 +30,10 @@ func (s *Server) routes() {
 	e.POST("/logout", s.logout, s.crossOrigin)
 	t := e.Group("/t/:slug", s.crossOrigin, s.tenantSession)
 	t.GET("/login", s.login)
-	t.GET("/mcp", s.mcpAccess, s.signedIn)
+	t.GET("/mcp", s.mcpAccess, s.sseNotAllowed, s.signedIn)
 	t.POST("/mcp/tokens", s.mcpCreateToken, s.signedIn)
 	t.POST("/mcp/tokens/:id/revoke", s.mcpRevokeToken, s.signedIn)
+	t.POST("/mcp/grants/:id/revoke", s.mcpRevokeGrant, s.signedIn)
 
 	// Admin routes: tenant admins and break-glass sessions.
 	t.GET("/admin", s.admin, s.signedIn, s.adminOnly)
@@ -41,6 +42,8 @@ func (s *Server) routes() {
 	t.POST("/admin/mappings", s.adminAddMapping, s.signedIn, s.adminOnly)
 	t.POST("/admin/mappings/:id/delete", s.adminDeleteMapping, s.signedIn, s.adminOnly)
 	t.POST("/admin/tokens/:id/revoke", s.adminRevokeToken, s.signedIn, s.adminOnly)
+	t.POST("/admin/oauth", s.adminSetOAuth, s.signedIn, s.adminOnly)
+	t.POST("/admin/grants/:id/revoke", s.adminRevokeGrant, s.signedIn, s.adminOnly)
 
 	// Sign-in callbacks (registered at GitHub and the identity providers).
 	e.GET("/auth/github/callback", s.githubCallback)
@@ -54,6 +57,31 @@ func (s *Server) routes() {
 	e.POST("/mcp", s.mcpPost)
 	e.GET("/mcp", methodNotAllowed)
 	e.DELETE("/mcp", methodNotAllowed)
+	// The same endpoint for one tenant: the resource of its OAuth
+	// authorization server (personal access tokens of the tenant work too).
+	e.POST("/t/:slug/mcp", s.tenantMCPPost)
+	e.DELETE("/t/:slug/mcp", methodNotAllowed)
+
+	// OAuth 2.1 authorization server of each tenant (ARCHITECTURE §4a):
+	// issuer <PUBLIC_URL>/t/{slug}. Switched off by the operator, none of
+	// it exists, so nothing advertises a flow that cannot finish.
+	if s.cfg.OAuth.Enabled {
+		e.GET("/.well-known/oauth-protected-resource/t/:slug/mcp", s.tenantProtectedResource)
+		e.GET("/.well-known/oauth-authorization-server/t/:slug", s.authServerMetadata)
+		e.GET("/.well-known/openid-configuration/t/:slug", s.authServerMetadata)
+		e.GET("/t/:slug/.well-known/oauth-authorization-server", s.authServerMetadata)
+		e.GET("/t/:slug/.well-known/openid-configuration", s.authServerMetadata)
+		// The person's side: a cookie route like the other pages; the
+		// consent form passes the cross-origin check of the group.
+		t.GET("/oauth/authorize", s.oauthAuthorize)
+		t.POST("/oauth/authorize", s.oauthDecide)
+		// The client's side: no cookies, no principal; form bodies.
+		e.POST("/t/:slug/oauth/token", s.oauthToken)
+		e.POST("/t/:slug/oauth/revoke", s.oauthRevoke)
+		if s.cfg.OAuth.DynamicRegistration {
+			e.POST("/t/:slug/oauth/register", s.oauthRegister)
+		}
+	}
 }
 
 // methodNotAllowed answers GET and DELETE on the stateless MCP endpoint:

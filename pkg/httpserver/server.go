@@ -60,6 +60,8 @@ type Config struct {
 	DevSignIn bool
 	// Telemetry records metrics and spans; nil records nothing.
 	Telemetry *telemetry.Telemetry
+	// OAuth configures the authorization server for MCP clients.
+	OAuth OAuthConfig
 	// TrustedProxies are the CIDRs of reverse proxies whose
 	// X-Forwarded-For is believed for the client address; empty: the
 	// connection's address is the client's.

@@ -123,6 +123,14 @@ func ReplaceGroupSnapshot(ctx context.Context, tx pgx.Tx, tenantID, userID, idpI
 	tag, err := tx.Exec(ctx, `UPDATE mcp_tokens SET idp_groups = $4
 		WHERE tenant_id = $1 AND user_id = $2 AND idp_id = $3 AND revoked_at IS NULL AND expires_at > now()`,
 		tenantID, userID, idpID, groups)
+	if err != nil {
+		return 0, err
+	}
+	// OAuth grants carry the snapshot into the access tokens they issue
+	// later (their current access tokens were updated above).
+	_, err = tx.Exec(ctx, `UPDATE oauth_grants SET idp_groups = $4
+		WHERE tenant_id = $1 AND user_id = $2 AND idp_id = $3 AND revoked_at IS NULL AND expires_at > now()`,
+		tenantID, userID, idpID, groups)
 	return int(tag.RowsAffected()), err
 }
 

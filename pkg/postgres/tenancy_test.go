@@ -49,7 +49,7 @@ func TestRLSCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"audit_events", "code_chunks", "code_files", "findings", "github_deliveries", "github_membership_refreshes", "github_pull_syncs", "identity_providers", "login_states", "mcp_tokens",
-		"oidc_group_mappings", "pull_code_chunks", "pull_code_files", "pull_code_heads", "pull_requests", "repo_memberships", "repositories", "reviews", "rules", "secret_fingerprints",
+		"oauth_clients", "oauth_codes", "oauth_grants", "oauth_refresh_tokens", "oidc_group_mappings", "pull_code_chunks", "pull_code_files", "pull_code_heads", "pull_requests", "repo_memberships", "repositories", "reviews", "rules", "secret_fingerprints",
 		"tenant_memberships", "tenant_settings", "users", "web_sessions"}
 	var got []string
 	for _, x := range tables {
@@ -322,14 +322,14 @@ func TestAuthFunctionIsNarrow(t *testing.T) {
 	addUser(t, env, a, "dev@acme.test", codelotse.RoleMember)
 	secret := createToken(t, env, a, "dev@acme.test", "laptop", 30)
 
-	f, found, err := env.App.AuthToken(ctx, tokens.Hash(secret))
+	f, found, err := env.App.AuthToken(ctx, tokens.Hash(secret), "")
 	if err != nil || !found {
 		t.Fatalf("AuthToken = %v, %v", found, err)
 	}
 	if f.TenantID != a || !f.UserActive || f.RevokedAt != nil || f.MCPEnabled {
 		t.Errorf("facts = %+v; want tenant %s, active user, not revoked, MCP off by default", f, a)
 	}
-	if _, found, err := env.App.AuthToken(ctx, tokens.Hash(tokens.Generate())); err != nil || found {
+	if _, found, err := env.App.AuthToken(ctx, tokens.Hash(tokens.Generate()), ""); err != nil || found {
 		t.Errorf("unknown hash: found=%v err=%v", found, err)
 	}
 	// The runtime role cannot read mcp_tokens directly without a tenant.

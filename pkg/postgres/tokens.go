@@ -44,10 +44,8 @@ func CreateToken(ctx context.Context, tx pgx.Tx, tenantID string, nt NewToken, n
 	if err != nil {
 		return t, notFound(err, "user not found")
 	}
-	var active int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM mcp_tokens
-		WHERE tenant_id = $1 AND user_id = $2 AND revoked_at IS NULL AND expires_at > $3`,
-		tenantID, nt.UserID, now).Scan(&active); err != nil {
+	active, err := activeAccess(ctx, tx, tenantID, nt.UserID, now)
+	if err != nil {
 		return t, err
 	}
 	if active >= tokens.MaxActive {
@@ -65,6 +63,20 @@ func CreateToken(ctx context.Context, tx pgx.Tx, tenantID string, nt NewToken, n
 	return t, insertAudit(ctx, tx, tenantID, actor, "token.created", t.ID, map[string]any{"name": name, "user": email, "expires_at": t.ExpiresAt})
 }
 
+// activeAccess counts what a person holds toward the 10-active limit:
+// active personal access tokens and active OAuth grants (one entry per
+// grant, however many short-lived access tokens it has issued).
+func activeAccess(ctx context.Context, tx pgx.Tx, tenantID, userID string, now time.Time) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM mcp_tokens
+		  WHERE tenant_id = $1 AND user_id = $2 AND oauth_grant_id IS NULL AND revoked_at IS NULL AND expires_at > $3)
+		+ (SELECT count(*) FROM oauth_grants
+		  WHERE tenant_id = $1 AND user_id = $2 AND revoked_at IS NULL AND expires_at > $3)`,
+		tenantID, userID, now).Scan(&n)
+	return n, err
+}
+
 // RevokeToken revokes a token of the tenant. When userID is not empty only
 // that user's token can be revoked (members revoke their own; admins and
 // operators pass ""). Revoking an already revoked token is not an error and
@@ -72,7 +84,7 @@ func CreateToken(ctx context.Context, tx pgx.Tx, tenantID string, nt NewToken, n
 func RevokeToken(ctx context.Context, tx pgx.Tx, tenantID, tokenID, userID string, actor Actor) error {
 	var revoked *time.Time
 	err := tx.QueryRow(ctx, `SELECT revoked_at FROM mcp_tokens
-		WHERE tenant_id = $1 AND id::text = $2 AND ($3 = '' OR user_id::text = $3) FOR UPDATE`,
+		WHERE tenant_id = $1 AND id::text = $2 AND ($3 = '' OR user_id::text = $3) AND oauth_grant_id IS NULL FOR UPDATE`,
 		tenantID, tokenID, userID).Scan(&revoked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return codelotse.Errorf(codelotse.NotFound, "no token with id %s", tokenID)
@@ -86,13 +98,14 @@ func RevokeToken(ctx context.Context, tx pgx.Tx, tenantID, tokenID, userID strin
 	return insertAudit(ctx, tx, tenantID, actor, "token.revoked", tokenID, nil)
 }
 
-// ListTokens lists the tokens of a tenant, or of one user when userID is set,
-// newest first.
+// ListTokens lists the personal access tokens of a tenant, or of one user
+// when userID is set, newest first. Access tokens of OAuth clients are
+// listed as their grants (ListGrants).
 func ListTokens(ctx context.Context, tx pgx.Tx, tenantID, userID string) ([]codelotse.Token, error) {
 	rows, err := tx.Query(ctx, `SELECT t.id::text, t.user_id::text, u.email, t.name, t.last4, t.scope,
 			t.created_at, t.expires_at, t.revoked_at, t.last_used_at
 		FROM mcp_tokens t JOIN users u ON u.tenant_id = t.tenant_id AND u.id = t.user_id
-		WHERE t.tenant_id = $1 AND ($2 = '' OR t.user_id::text = $2)
+		WHERE t.tenant_id = $1 AND ($2 = '' OR t.user_id::text = $2) AND t.oauth_grant_id IS NULL
 		ORDER BY t.created_at DESC, t.id`, tenantID, userID)
 	if err != nil {
 		return nil, err
@@ -122,21 +135,26 @@ type TokenFacts struct {
 	Membership *codelotse.Membership
 	RepoIDs    []int64
 	Mappings   []codelotse.GroupMapping
+	// OAuthGrantID is set for access tokens issued to OAuth clients.
+	OAuthGrantID *string
 }
 
 // AuthToken looks a token up by its hash through the auth_token SECURITY
-// DEFINER function (purpose auth.session). found is false for unknown hashes.
-func (db *DB) AuthToken(ctx context.Context, hash []byte) (f TokenFacts, found bool, err error) {
+// DEFINER function (purpose auth.session). resource is the URL of the MCP
+// endpoint that was called: an OAuth access token is found only at the
+// resource it was issued for, and only while its tenant allows OAuth
+// clients. found is false for unknown hashes.
+func (db *DB) AuthToken(ctx context.Context, hash []byte, resource string) (f TokenFacts, found bool, err error) {
 	var role, source *string
 	var since *time.Time
 	var groups, roles []string
 	var repos []int64
 	err = db.Pool.QueryRow(ctx, `SELECT token_id::text, tenant_id::text, user_id::text, expires_at, revoked_at,
 			last_used_at, user_active, mcp_enabled, idp_id::text, idp_enabled, idp_groups,
-			member_role, member_source, member_since, repo_ids, map_groups, map_roles, map_repo_ids
-		FROM auth_token($1)`, hash).
+			member_role, member_source, member_since, repo_ids, map_groups, map_roles, map_repo_ids, oauth_grant_id::text
+		FROM auth_token($1, $2)`, hash, resource).
 		Scan(&f.TokenID, &f.TenantID, &f.UserID, &f.ExpiresAt, &f.RevokedAt, &f.LastUsedAt, &f.UserActive,
-			&f.MCPEnabled, &f.IdPID, &f.IdPEnabled, &f.IdPGroups, &role, &source, &since, &f.RepoIDs, &groups, &roles, &repos)
+			&f.MCPEnabled, &f.IdPID, &f.IdPEnabled, &f.IdPGroups, &role, &source, &since, &f.RepoIDs, &groups, &roles, &repos, &f.OAuthGrantID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, false, nil
 	}

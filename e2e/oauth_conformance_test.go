@@ -1,0 +1,122 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// conformanceVersion is the MCP conformance suite whose authorization
+// command is run (README "OAuth").
+const conformanceVersion = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
+
+// nodeForConformance returns a PATH whose node is 22 or newer (the suite
+// needs it), or "" to skip. CONFORMANCE_NODE_BIN names a directory with such
+// a node when the system's is older.
+func nodeForConformance() string {
+	path, node := os.Getenv("PATH"), "node"
+	if d := os.Getenv("CONFORMANCE_NODE_BIN"); d != "" {
+		path, node = d+string(os.PathListSeparator)+path, filepath.Join(d, "node")
+	}
+	cmd := exec.Command(node, "--version")
+	cmd.Env = append(os.Environ(), "PATH="+path)
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	major, _ := strconv.Atoi(strings.TrimPrefix(strings.SplitN(strings.TrimSpace(string(out)), ".", 2)[0], "v"))
+	if major < 22 {
+		return ""
+	}
+	return path
+}
+
+// TestOAuthConformance runs the official conformance suite's
+// `authorization` command against a tenant's issuer: its metadata scenario,
+// and its authorization-code-grant scenario with the person's sign-in and
+// consent completed in Chromium. It needs npx with Node 22+ and the npm
+// registry; otherwise it is skipped (say so when reporting).
+func TestOAuthConformance(t *testing.T) {
+	path := nodeForConformance()
+	if path == "" {
+		t.Skip("the conformance suite needs Node.js 22 or newer (set CONFORMANCE_NODE_BIN)")
+	}
+	s := newStack(t)
+	demo := s.cltctl("demo", "--public-url", s.url, "--source", t.TempDir())
+	memberLink := linkRE.FindString(demo)
+	port := freePort(t)
+	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", port)
+	resp, err := http.Post(s.url+"/t/demo/oauth/register", "application/json",
+		strings.NewReader(`{"client_name":"MCP conformance","redirect_uris":["`+redirect+`"],"token_endpoint_auth_method":"none"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&reg)
+	resp.Body.Close()
+
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(memberLink), chromedp.Click(chromedp.CSS(`form[action="/auth/link"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#list-h`))); err != nil {
+		t.Fatal(err)
+	}
+
+	out := filepath.Join(t.TempDir(), "results")
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, "npx", "-y", conformanceVersion, "authorization", "--url", s.url+"/t/demo",
+		"--client-id", reg.ClientID, "--resource", s.url+"/t/demo/mcp", "--port", strconv.Itoa(port), "-o", out)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "PATH="+path)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	cmd.Stderr = &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	authRE := regexp.MustCompile(`^https?://\S+/oauth/authorize\?\S+$`)
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		log.WriteString(line + "\n")
+		if authRE.MatchString(strings.TrimSpace(line)) {
+			if err := chromedp.Do(ctx, chromedp.Navigate(strings.TrimSpace(line)), chromedp.WaitVisible(chromedp.CSS(`#approve`)),
+				chromedp.Click(chromedp.CSS(`#approve`))); err != nil {
+				t.Errorf("consent for the conformance suite: %v", err)
+			}
+		}
+	}
+	err = cmd.Wait()
+	t.Logf("conformance output:\n%s", log.String())
+	if err != nil {
+		t.Fatalf("conformance authorization: %v", err)
+	}
+	text := log.String()
+	for _, want := range []string{"authorization-server-metadata-endpoint", "authorization-code-grant"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("scenario %s did not run", want)
+		}
+	}
+	if !regexp.MustCompile(`Total: [1-9]\d* passed, 0 failed`).MatchString(text) || strings.Contains(text, "✗") {
+		t.Errorf("the conformance suite reported failures")
+	}
+}
