@@ -14,6 +14,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/githubapp"
 	"github.com/codelotse/codelotse/pkg/httpserver"
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/jobs"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
 	"github.com/codelotse/codelotse/pkg/oidc"
@@ -93,6 +94,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		enqueuer = jc
 	}
 
+	// One scanner for the process: shaping redacts answers with it, and
+	// the sign-in's repository sync prepares what it stores with it.
+	scanner := secretscan.New()
 	srv, err := httpserver.New(httpserver.Config{
 		PublicURL:      cfg.PublicURL,
 		AllowedOrigins: cfg.AllowedOrigins,
@@ -100,12 +104,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Bearer:         bearer,
 		MCP: &mcpserver.Deps{
 			DB:          db,
-			Shaper:      shape.New(secretscan.New()),
+			Shaper:      shape.New(scanner),
 			Logger:      logger,
 			SchemaCache: mcpserver.NewSchemaCache(),
 			Known:       &mcpserver.KnownSecrets{DB: db},
 		},
 		Logger:         logger,
+		Ingest:         ingest.New(scanner),
 		Telemetry:      tel,
 		Sessions:       &authn.Sessions{DB: db, Secure: !cfg.LoopbackHTTP()},
 		GitHub:         gh,

@@ -21,7 +21,9 @@ import (
 
 	"github.com/codelotse/codelotse/apps/internal/config"
 	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/secretscan"
 )
 
 func main() {
@@ -55,6 +57,8 @@ type env struct {
 	cfg    config.Config
 	// demoNotes collects what cltctl demo did besides the essentials.
 	demoNotes strings.Builder
+	// ingest prepares every agent-readable text the commands store.
+	ingest *ingest.Ingester
 }
 
 type command struct {
@@ -131,7 +135,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return codelotse.Wrap(codelotse.Invalid, err, err.Error())
 	}
-	return cmd.run(&env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr, now: time.Now(), cfg: cfg}, rest)
+	return cmd.run(&env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr, now: time.Now(), cfg: cfg, ingest: ingest.New(secretscan.New())}, rest)
 }
 
 // flags returns a flag set that reports errors instead of exiting.

@@ -17,7 +17,9 @@ import (
 
 	"github.com/codelotse/codelotse/apps/internal/config"
 	"github.com/codelotse/codelotse/pkg/githubapp"
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/jobs"
+	"github.com/codelotse/codelotse/pkg/secretscan"
 )
 
 func main() {
@@ -79,7 +81,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if app == nil {
 		every = 0
 	}
-	w, err := jobs.NewWorker(&jobs.Deps{DB: db, GitHub: app, Logger: logger, SyncEvery: every}, n)
+	w, err := jobs.NewWorker(&jobs.Deps{DB: db, GitHub: app, Logger: logger, SyncEvery: every, Ingest: ingest.New(secretscan.New())}, n)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,22 @@
-// Package ingest holds what every path that stores content (cltctl
-// imports and indexing, the GitHub worker) does besides storing it:
-// learning the secrets in that content as the tenant's known secrets, so
-// that MCP answers redact those values wherever they appear later.
+// Package ingest is the one path by which text an agent can read reaches
+// storage: the code index (file contents and paths), review imports (pull
+// requests, reviews, findings), rules and repository names. Every document
+// is sanitised first (invisible characters removed, shape.Sanitize), then
+// its secrets are learned as the tenant's known secrets (fingerprints, for
+// bare values found elsewhere later), then the whole document is redacted
+// with full multi-line context, and only the redacted text is stored. A
+// secret spanning lines becomes one placeholder per line, so line numbers
+// stay true.
+//
+// Nothing else may write those tables (TestOnlyIngestWritesAgentText
+// enforces it). The package keeps no state of its own: the scanner is
+// passed in, built once per process by the caller.
 package ingest
 
 import (
 	"context"
-	"sync"
+	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,69 +24,205 @@ import (
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/secretscan"
+	"github.com/codelotse/codelotse/pkg/shape"
 )
 
-var (
-	scannerOnce sync.Once
-	scanner     *secretscan.Redactor
-)
+// Ingester sanitises and redacts documents before they are stored. It is
+// safe for concurrent use.
+type Ingester struct {
+	scanner *secretscan.Redactor
+}
 
-// LearnSecrets records the fingerprints of secrets found in texts, in tx.
-func LearnSecrets(ctx context.Context, tx pgx.Tx, tid string, texts ...string) error {
-	scannerOnce.Do(func() { scanner = secretscan.New() })
-	seen := map[[32]byte]bool{}
-	var fps []postgres.SecretFingerprint
-	for _, t := range texts {
-		for _, f := range scanner.Find(t) {
-			if seen[f.Fingerprint] {
-				continue
+// New returns an Ingester that redacts with scanner (secretscan.New(), built
+// once per process and shared with the output shaping).
+func New(scanner *secretscan.Redactor) *Ingester { return &Ingester{scanner: scanner} }
+
+// Learned collects the fingerprints of the secrets found while preparing
+// documents, to be recorded in the same transaction as the rows.
+type Learned struct {
+	seen map[[32]byte]bool
+	fps  []postgres.SecretFingerprint
+}
+
+func (l *Learned) add(found []secretscan.Found) {
+	for _, f := range found {
+		if l.seen == nil {
+			l.seen = map[[32]byte]bool{}
+		}
+		if l.seen[f.Fingerprint] {
+			continue
+		}
+		l.seen[f.Fingerprint] = true
+		h := f.Fingerprint
+		l.fps = append(l.fps, postgres.SecretFingerprint{Fingerprint: h[:], Length: f.Length, RuleID: f.RuleID})
+	}
+}
+
+// Record stores the learned fingerprints in tx.
+func (l *Learned) Record(ctx context.Context, tx pgx.Tx, tenantID string) error {
+	return postgres.RecordSecretFingerprints(ctx, tx, tenantID, l.fps)
+}
+
+// Document returns the text to store for one whole document (a file, a
+// finding body, a title, a path): sanitised, then redacted with the whole
+// document as context. The secrets found are added to l (which may be nil).
+// The result has as many lines as s.
+func (in *Ingester) Document(s string, l *Learned) string {
+	if s == "" {
+		return s
+	}
+	s = shape.Sanitize(s)
+	out, found := in.scanner.RedactAndFind(s)
+	if l != nil {
+		l.add(found)
+	}
+	return out
+}
+
+// File returns f as it is stored: its path and its whole content (all lines
+// joined, so rules that need the surrounding lines see them) prepared as
+// documents, with the same number of lines.
+func (in *Ingester) File(f codeindex.File, l *Learned) codeindex.File {
+	f.Path = in.Document(f.Path, l)
+	if len(f.Lines) == 0 {
+		return f
+	}
+	doc := in.Document(strings.Join(f.Lines, "\n"), l)
+	lines := strings.Split(doc, "\n")
+	if len(lines) != len(f.Lines) {
+		// Sanitize and RedactDocument never add or remove a newline; a
+		// mismatch is a bug, and storing nothing is safer than misnumbering.
+		panic(fmt.Sprintf("ingest: %d lines became %d", len(f.Lines), len(lines)))
+	}
+	f.Lines = lines
+	return f
+}
+
+// Snapshot prepares every file of snap. Two paths that differ only in a
+// secret redact to the same text; the later ones get a numbered suffix so
+// that both files stay in the index.
+func (in *Ingester) Snapshot(snap codeindex.Snapshot, l *Learned) codeindex.Snapshot {
+	out := codeindex.Snapshot{Commit: snap.Commit, Files: make([]codeindex.File, len(snap.Files))}
+	seen := make(map[string]bool, len(snap.Files))
+	for i, f := range snap.Files {
+		f = in.File(f, l)
+		if seen[f.Path] {
+			base := f.Path
+			for n := 2; seen[f.Path]; n++ {
+				f.Path = fmt.Sprintf("%s~%d", base, n)
 			}
-			seen[f.Fingerprint] = true
-			h := f.Fingerprint
-			fps = append(fps, postgres.SecretFingerprint{Fingerprint: h[:], Length: f.Length, RuleID: f.RuleID})
 		}
+		seen[f.Path] = true
+		out.Files[i] = f
 	}
-	return postgres.RecordSecretFingerprints(ctx, tx, tid, fps)
+	return out
 }
 
-// ImportTexts are the strings of an import that reach agents.
-func ImportTexts(imp codelotse.ReviewImport) []string {
-	out := []string{imp.Review.Summary}
+// ReviewImport prepares every agent-readable string of imp.
+func (in *Ingester) ReviewImport(imp codelotse.ReviewImport, l *Learned) codelotse.ReviewImport {
+	d := func(s string) string { return in.Document(s, l) }
+	imp.Repository = d(imp.Repository)
+	imp.Source = d(imp.Source)
 	if imp.PullRequest != nil {
-		out = append(out, imp.PullRequest.Title)
+		pr := *imp.PullRequest
+		pr.Title, pr.Author, pr.BaseRef, pr.HeadRef, pr.URL = d(pr.Title), d(pr.Author), d(pr.BaseRef), d(pr.HeadRef), d(pr.URL)
+		imp.PullRequest = &pr
 	}
-	for _, f := range imp.Findings {
-		out = append(out, f.Title, f.Body, f.Suggestion, f.Path)
+	r := &imp.Review
+	r.ExternalID, r.Summary, r.Author = d(r.ExternalID), d(r.Summary), d(r.Author)
+	findings := make([]codelotse.Finding, len(imp.Findings))
+	for i, f := range imp.Findings {
+		f.RuleKey, f.Path, f.Title, f.Body, f.Suggestion, f.Source = d(f.RuleKey), d(f.Path), d(f.Title), d(f.Body), d(f.Suggestion), d(f.Source)
+		f.Fingerprint = d(f.Fingerprint)
+		findings[i] = f
 	}
-	return out
+	imp.Findings = findings
+	return imp
 }
 
-// SnapshotTexts are the paths and chunk contents of an index.
-func SnapshotTexts(snap codeindex.Snapshot) []string {
-	var out []string
-	for _, f := range snap.Files {
-		out = append(out, f.Path)
-		for _, c := range codeindex.Chunks(f.Lines) {
-			out = append(out, c.Content)
-		}
+// Rule prepares a rule's title, instructions and path globs.
+func (in *Ingester) Rule(r codelotse.Rule, l *Learned) codelotse.Rule {
+	r.Title, r.Instructions = in.Document(r.Title, l), in.Document(r.Instructions, l)
+	globs := make([]string, len(r.PathGlobs))
+	for i, g := range r.PathGlobs {
+		globs[i] = in.Document(g, l)
 	}
-	return out
+	if r.PathGlobs == nil {
+		globs = nil
+	}
+	r.PathGlobs = globs
+	return r
 }
 
-// Import stores a review import and learns its secrets, in tx.
-func Import(ctx context.Context, tx pgx.Tx, tid string, imp codelotse.ReviewImport, actor postgres.Actor) (postgres.ImportResult, error) {
-	res, err := postgres.ImportReview(ctx, tx, tid, imp, actor)
+// Index replaces a repository's code index with snap, redacted, and learns
+// its secrets, in tx.
+func (in *Ingester) Index(ctx context.Context, tx pgx.Tx, tid string, repoID int64, snap codeindex.Snapshot, actor postgres.Actor) (postgres.IndexResult, error) {
+	var l Learned
+	res, err := postgres.ReplaceIndex(ctx, tx, tid, repoID, in.Snapshot(snap, &l), actor)
 	if err != nil {
 		return res, err
 	}
-	return res, LearnSecrets(ctx, tx, tid, ImportTexts(imp)...)
+	return res, l.Record(ctx, tx, tid)
 }
 
-// Index replaces a repository's index with snap and learns its secrets, in tx.
-func Index(ctx context.Context, tx pgx.Tx, tid string, repoID int64, snap codeindex.Snapshot, actor postgres.Actor) (postgres.IndexResult, error) {
-	res, err := postgres.ReplaceIndex(ctx, tx, tid, repoID, snap, actor)
+// Import stores a review import, redacted, and learns its secrets, in tx.
+func (in *Ingester) Import(ctx context.Context, tx pgx.Tx, tid string, imp codelotse.ReviewImport, actor postgres.Actor) (postgres.ImportResult, error) {
+	var l Learned
+	res, err := postgres.ImportReview(ctx, tx, tid, in.ReviewImport(imp, &l), actor)
 	if err != nil {
 		return res, err
 	}
-	return res, LearnSecrets(ctx, tx, tid, SnapshotTexts(snap)...)
+	return res, l.Record(ctx, tx, tid)
+}
+
+// UpsertRule stores a rule, redacted, and learns its secrets, in tx. A key
+// that holds a secret is refused: keys are identifiers that operators type.
+func (in *Ingester) UpsertRule(ctx context.Context, tx pgx.Tx, tid string, repoID *int64, r codelotse.Rule) (int64, error) {
+	var l Learned
+	if key := in.Document(r.Key, &l); key != r.Key {
+		return 0, codelotse.Errorf(codelotse.Invalid, "rule key %s looks like a secret; choose another key", key)
+	}
+	id, err := postgres.UpsertRule(ctx, tx, tid, repoID, in.Rule(r, &l))
+	if err != nil {
+		return id, err
+	}
+	return id, l.Record(ctx, tx, tid)
+}
+
+// repoName refuses a repository name that holds a secret (full names are
+// identifiers that other paths look repositories up by, and the schema
+// allows only OWNER/NAME characters, so a placeholder cannot be stored).
+func (in *Ingester) repoName(name string, l *Learned) error {
+	if clean := in.Document(name, l); clean != name {
+		return codelotse.Errorf(codelotse.Invalid, "repository name %s looks like a secret and is not stored", clean)
+	}
+	return nil
+}
+
+// AddRepository registers a repository (its URL redacted), in tx.
+func (in *Ingester) AddRepository(ctx context.Context, tx pgx.Tx, tid string, nr postgres.NewRepository) (codelotse.Repository, error) {
+	var l Learned
+	if err := in.repoName(nr.FullName, &l); err != nil {
+		return codelotse.Repository{}, err
+	}
+	nr.DefaultBranch, nr.URL = in.Document(nr.DefaultBranch, &l), in.Document(nr.URL, &l)
+	r, err := postgres.AddRepository(ctx, tx, tid, nr)
+	if err != nil {
+		return r, err
+	}
+	return r, l.Record(ctx, tx, tid)
+}
+
+// UpsertGitHubRepository stores a repository reported by GitHub (its URL
+// and default branch redacted), in tx.
+func (in *Ingester) UpsertGitHubRepository(ctx context.Context, tx pgx.Tx, tid string, githubID int64, fullName, defaultBranch, url string, private bool) (int64, error) {
+	var l Learned
+	if err := in.repoName(fullName, &l); err != nil {
+		return 0, err
+	}
+	id, err := postgres.UpsertGitHubRepository(ctx, tx, tid, githubID, fullName, in.Document(defaultBranch, &l), in.Document(url, &l), private)
+	if err != nil {
+		return id, err
+	}
+	return id, l.Record(ctx, tx, tid)
 }

@@ -11,19 +11,36 @@ import "strings"
 // has exactly as many lines as the original and line numbers stay true.
 // It returns s and nil when there is nothing to replace.
 func (r *Redactor) RedactDocument(s string) (string, map[string]int) {
+	out, counts, _ := r.redactDocument(s, false)
+	return out, counts
+}
+
+// RedactAndFind is RedactDocument that also returns the fingerprints of the
+// secrets it replaced (as Find), from one scan: ingestion learns them and
+// stores the redacted text.
+func (r *Redactor) RedactAndFind(s string) (string, []Found) {
+	out, _, found := r.redactDocument(s, true)
+	return out, found
+}
+
+func (r *Redactor) redactDocument(s string, find bool) (string, map[string]int, []Found) {
 	if s == "" {
-		return s, nil
+		return s, nil, nil
 	}
 	if r == nil || r.rs == nil {
 		// Fail closed, keeping the line structure.
 		n := strings.Count(s, "\n")
-		return strings.Repeat("[REDACTED:"+Unavailable+"]\n", n) + "[REDACTED:" + Unavailable + "]", map[string]int{Unavailable: 1}
+		return strings.Repeat("[REDACTED:"+Unavailable+"]\n", n) + "[REDACTED:" + Unavailable + "]", map[string]int{Unavailable: 1}, nil
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	spans := r.rs.find(s, sc)
 	if len(spans) == 0 {
-		return s, nil
+		return s, nil, nil
+	}
+	var found []Found
+	if find {
+		found = r.found(s, spans)
 	}
 	counts := map[string]int{}
 	var b strings.Builder
@@ -47,7 +64,7 @@ func (r *Redactor) RedactDocument(s string) (string, map[string]int) {
 		i = j
 	}
 	b.WriteString(s[last:])
-	return b.String(), counts
+	return b.String(), counts, found
 }
 
 // writeLinePlaceholders writes one placeholder for every line of secret

@@ -25,10 +25,15 @@ func (r *Redactor) Find(s string) []Found {
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
+	return r.found(s, r.rs.find(s, sc))
+}
+
+// found turns the spans find returned for s into fingerprints.
+func (r *Redactor) found(s string, spans []span) []Found {
 	var out []Found
 	index := map[[32]byte]int{}
 	label := map[[32]byte]int{}
-	for _, sp := range r.rs.find(s, sc) {
+	for _, sp := range spans {
 		secret := strings.Trim(s[sp.start:sp.end], "\"'` \t\r\n")
 		rule := r.rs.rules[sp.rule]
 		if strings.Contains(secret, "\n") {
