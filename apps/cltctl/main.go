@@ -83,6 +83,7 @@ var commands = map[string]command{
 	"import review":      {"import a native review JSON document (docs/review-format.md)", cmdImportReview},
 	"import sarif":       {"import SARIF 2.1.0 results as findings", cmdImportSARIF},
 	"index":              {"index a local git checkout at a commit for search_code", cmdIndex},
+	"redact":             {"re-redact every stored text (after an upgrade); --tenant for one tenant", cmdRedact},
 	"idp add":            {"add (or update) the tenant's OIDC identity provider", cmdIdPAdd},
 	"idp disable":        {"disable an identity provider; its tokens stop working", cmdIdPSetEnabled(false)},
 	"idp enable":         {"enable an identity provider again", cmdIdPSetEnabled(true)},

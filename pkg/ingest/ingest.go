@@ -40,11 +40,13 @@ func New(scanner *secretscan.Redactor) *Ingester { return &Ingester{scanner: sca
 // Learned collects the fingerprints of the secrets found while preparing
 // documents, to be recorded in the same transaction as the rows.
 type Learned struct {
-	seen map[[32]byte]bool
-	fps  []postgres.SecretFingerprint
+	seen  map[[32]byte]bool
+	fps   []postgres.SecretFingerprint
+	found []secretscan.Found
 }
 
 func (l *Learned) add(found []secretscan.Found) {
+	l.found = append(l.found, found...)
 	for _, f := range found {
 		if l.seen == nil {
 			l.seen = map[[32]byte]bool{}
@@ -56,6 +58,24 @@ func (l *Learned) add(found []secretscan.Found) {
 		h := f.Fingerprint
 		l.fps = append(l.fps, postgres.SecretFingerprint{Fingerprint: h[:], Length: f.Length, RuleID: f.RuleID})
 	}
+}
+
+// known returns a redactor of the tenant's stored known secrets plus those
+// learned so far, so that a bare value of a secret (a token alone in a
+// path, a private key's body without its BEGIN line) is not stored either;
+// nil when there are none.
+func (l *Learned) known(ctx context.Context, tx pgx.Tx, tenantID string) (*secretscan.Known, error) {
+	stored, err := postgres.SecretFingerprintsTx(ctx, tx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	all := append([]secretscan.Found(nil), l.found...)
+	for _, f := range stored {
+		var h [32]byte
+		copy(h[:], f.Fingerprint)
+		all = append(all, secretscan.Found{RuleID: f.RuleID, Fingerprint: h, Length: f.Length})
+	}
+	return secretscan.NewKnown(all), nil
 }
 
 // Record stores the learned fingerprints in tx.
@@ -83,11 +103,15 @@ func (in *Ingester) Document(s string, l *Learned) string {
 // joined, so rules that need the surrounding lines see them) prepared as
 // documents, with the same number of lines.
 func (in *Ingester) File(f codeindex.File, l *Learned) codeindex.File {
-	f.Path = in.Document(f.Path, l)
+	return in.file(f, func(s string) string { return in.Document(s, l) })
+}
+
+func (in *Ingester) file(f codeindex.File, d func(string) string) codeindex.File {
+	f.Path = d(f.Path)
 	if len(f.Lines) == 0 {
 		return f
 	}
-	doc := in.Document(strings.Join(f.Lines, "\n"), l)
+	doc := d(strings.Join(f.Lines, "\n"))
 	lines := strings.Split(doc, "\n")
 	if len(lines) != len(f.Lines) {
 		// Sanitize and RedactDocument never add or remove a newline; a
@@ -102,10 +126,14 @@ func (in *Ingester) File(f codeindex.File, l *Learned) codeindex.File {
 // secret redact to the same text; the later ones get a numbered suffix so
 // that both files stay in the index.
 func (in *Ingester) Snapshot(snap codeindex.Snapshot, l *Learned) codeindex.Snapshot {
+	return in.snapshot(snap, func(s string) string { return in.Document(s, l) })
+}
+
+func (in *Ingester) snapshot(snap codeindex.Snapshot, d func(string) string) codeindex.Snapshot {
 	out := codeindex.Snapshot{Commit: snap.Commit, Files: make([]codeindex.File, len(snap.Files))}
 	seen := make(map[string]bool, len(snap.Files))
 	for i, f := range snap.Files {
-		f = in.File(f, l)
+		f = in.file(f, d)
 		if seen[f.Path] {
 			base := f.Path
 			for n := 2; seen[f.Path]; n++ {
@@ -120,7 +148,10 @@ func (in *Ingester) Snapshot(snap codeindex.Snapshot, l *Learned) codeindex.Snap
 
 // ReviewImport prepares every agent-readable string of imp.
 func (in *Ingester) ReviewImport(imp codelotse.ReviewImport, l *Learned) codelotse.ReviewImport {
-	d := func(s string) string { return in.Document(s, l) }
+	return reviewImport(imp, func(s string) string { return in.Document(s, l) })
+}
+
+func reviewImport(imp codelotse.ReviewImport, d func(string) string) codelotse.ReviewImport {
 	imp.Repository = d(imp.Repository)
 	imp.Source = d(imp.Source)
 	if imp.PullRequest != nil {
@@ -133,7 +164,6 @@ func (in *Ingester) ReviewImport(imp codelotse.ReviewImport, l *Learned) codelot
 	findings := make([]codelotse.Finding, len(imp.Findings))
 	for i, f := range imp.Findings {
 		f.RuleKey, f.Path, f.Title, f.Body, f.Suggestion, f.Source = d(f.RuleKey), d(f.Path), d(f.Title), d(f.Body), d(f.Suggestion), d(f.Source)
-		f.Fingerprint = d(f.Fingerprint)
 		findings[i] = f
 	}
 	imp.Findings = findings
@@ -142,10 +172,14 @@ func (in *Ingester) ReviewImport(imp codelotse.ReviewImport, l *Learned) codelot
 
 // Rule prepares a rule's title, instructions and path globs.
 func (in *Ingester) Rule(r codelotse.Rule, l *Learned) codelotse.Rule {
-	r.Title, r.Instructions = in.Document(r.Title, l), in.Document(r.Instructions, l)
+	return rule(r, func(s string) string { return in.Document(s, l) })
+}
+
+func rule(r codelotse.Rule, d func(string) string) codelotse.Rule {
+	r.Title, r.Instructions = d(r.Title), d(r.Instructions)
 	globs := make([]string, len(r.PathGlobs))
 	for i, g := range r.PathGlobs {
-		globs[i] = in.Document(g, l)
+		globs[i] = d(g)
 	}
 	if r.PathGlobs == nil {
 		globs = nil
@@ -158,7 +192,15 @@ func (in *Ingester) Rule(r codelotse.Rule, l *Learned) codelotse.Rule {
 // its secrets, in tx.
 func (in *Ingester) Index(ctx context.Context, tx pgx.Tx, tid string, repoID int64, snap codeindex.Snapshot, actor postgres.Actor) (postgres.IndexResult, error) {
 	var l Learned
-	res, err := postgres.ReplaceIndex(ctx, tx, tid, repoID, in.Snapshot(snap, &l), actor)
+	snap = in.Snapshot(snap, &l)
+	k, err := l.known(ctx, tx, tid)
+	if err != nil {
+		return postgres.IndexResult{}, err
+	}
+	if k != nil {
+		snap = in.snapshot(snap, knownPass(k))
+	}
+	res, err := postgres.ReplaceIndex(ctx, tx, tid, repoID, snap, actor)
 	if err != nil {
 		return res, err
 	}
@@ -168,7 +210,15 @@ func (in *Ingester) Index(ctx context.Context, tx pgx.Tx, tid string, repoID int
 // Import stores a review import, redacted, and learns its secrets, in tx.
 func (in *Ingester) Import(ctx context.Context, tx pgx.Tx, tid string, imp codelotse.ReviewImport, actor postgres.Actor) (postgres.ImportResult, error) {
 	var l Learned
-	res, err := postgres.ImportReview(ctx, tx, tid, in.ReviewImport(imp, &l), actor)
+	imp = in.ReviewImport(imp, &l)
+	k, err := l.known(ctx, tx, tid)
+	if err != nil {
+		return postgres.ImportResult{}, err
+	}
+	if k != nil {
+		imp = reviewImport(imp, knownPass(k))
+	}
+	res, err := postgres.ImportReview(ctx, tx, tid, imp, actor)
 	if err != nil {
 		return res, err
 	}
@@ -182,7 +232,15 @@ func (in *Ingester) UpsertRule(ctx context.Context, tx pgx.Tx, tid string, repoI
 	if key := in.Document(r.Key, &l); key != r.Key {
 		return 0, codelotse.Errorf(codelotse.Invalid, "rule key %s looks like a secret; choose another key", key)
 	}
-	id, err := postgres.UpsertRule(ctx, tx, tid, repoID, in.Rule(r, &l))
+	r = in.Rule(r, &l)
+	k, err := l.known(ctx, tx, tid)
+	if err != nil {
+		return 0, err
+	}
+	if k != nil {
+		r = rule(r, knownPass(k))
+	}
+	id, err := postgres.UpsertRule(ctx, tx, tid, repoID, r)
 	if err != nil {
 		return id, err
 	}
@@ -225,4 +283,13 @@ func (in *Ingester) UpsertGitHubRepository(ctx context.Context, tx pgx.Tx, tid s
 		return id, err
 	}
 	return id, l.Record(ctx, tx, tid)
+}
+
+// knownPass redacts bare values of known secrets in an already prepared
+// document (line by line: known values never span lines).
+func knownPass(k *secretscan.Known) func(string) string {
+	return func(s string) string {
+		out, _ := k.Redact(s)
+		return out
+	}
 }

@@ -15,7 +15,7 @@ import (
 // on purpose).
 var storeFuncs = map[string]bool{
 	"ReplaceIndex": true, "ImportReview": true, "UpsertRule": true, "AddRepository": true,
-	"UpsertGitHubRepository": true, "RewriteStoredText": true,
+	"UpsertGitHubRepository": true, "UpdateStoredRow": true, "ReplaceStoredFile": true,
 }
 
 // TestOnlyIngestWritesAgentText enforces the single ingestion path: no

@@ -139,6 +139,27 @@ func (k *Known) Redact(s string) (string, map[string]int) {
 					hits = append(hits, hit{i, j, rule})
 				}
 			}
+			// A value with '/' in it (base64) glued to a path by the
+			// classes that allow '/': also try the pieces between
+			// slashes ("leak/<value>/config.txt").
+			if cuts := slashCuts(s, i, j); len(cuts) > 2 {
+				for a := 0; a < len(cuts); a++ {
+					for b := a + 1; b < len(cuts); b++ {
+						from, to := cuts[a], cuts[b]
+						if a > 0 {
+							from++ // after the slash
+						}
+						if to <= from || (a == 0 && b == len(cuts)-1) {
+							continue
+						}
+						if m := k.byLen[to-from]; m != nil {
+							if rule, ok := m[sha256.Sum256([]byte(s[from:to]))]; ok {
+								hits = append(hits, hit{from, to, rule})
+							}
+						}
+					}
+				}
+			}
 			i = j
 		}
 	}
@@ -189,4 +210,23 @@ func (c Chain) Redact(s string) (string, map[string]int) {
 		}
 	}
 	return s, total
+}
+
+// maxSlashCuts bounds the slashes per run that slashCuts considers (the
+// pieces tried grow with their square).
+const maxSlashCuts = 16
+
+// slashCuts returns i, the offsets of the slashes in s[i:j] (at most
+// maxSlashCuts), and j.
+func slashCuts(s string, i, j int) []int {
+	if strings.IndexByte(s[i:j], '/') < 0 {
+		return nil
+	}
+	cuts := []int{i}
+	for p := i; p < j && len(cuts) <= maxSlashCuts; p++ {
+		if s[p] == '/' {
+			cuts = append(cuts, p)
+		}
+	}
+	return append(cuts, j)
 }
