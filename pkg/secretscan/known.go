@@ -142,19 +142,26 @@ func (k *Known) Redact(s string) (string, map[string]int) {
 			// A value with '/' in it (base64) glued to a path by the
 			// classes that allow '/': also try the pieces between
 			// slashes ("leak/<value>/config.txt").
+			// A base64 value may itself start or end with the slash, so
+			// each piece is tried with and without the slashes around it.
 			if cuts := slashCuts(s, i, j); len(cuts) > 2 {
 				for a := 0; a < len(cuts); a++ {
 					for b := a + 1; b < len(cuts); b++ {
-						from, to := cuts[a], cuts[b]
-						if a > 0 {
-							from++ // after the slash
-						}
-						if to <= from || (a == 0 && b == len(cuts)-1) {
-							continue
-						}
-						if m := k.byLen[to-from]; m != nil {
-							if rule, ok := m[sha256.Sum256([]byte(s[from:to]))]; ok {
-								hits = append(hits, hit{from, to, rule})
+						for _, d := range [4][2]int{{1, 0}, {0, 0}, {1, 1}, {0, 1}} {
+							from, to := cuts[a]+d[0], cuts[b]+d[1]
+							if a == 0 {
+								from = cuts[a]
+							}
+							if b == len(cuts)-1 {
+								to = cuts[b]
+							}
+							if to <= from || to > j || (from == i && to == j) {
+								continue
+							}
+							if m := k.byLen[to-from]; m != nil {
+								if rule, ok := m[sha256.Sum256([]byte(s[from:to]))]; ok {
+									hits = append(hits, hit{from, to, rule})
+								}
 							}
 						}
 					}
