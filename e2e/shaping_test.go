@@ -9,10 +9,12 @@ import (
 	"testing"
 )
 
-// TestSecretsNeverLeak plants every secret of the shared corpus in finding
-// bodies, rule instructions, code files and file paths, calls every tool,
-// and checks that no secret appears in any answer while the text around it
-// does, and that _meta counts the redactions.
+// TestSecretsNeverLeak plants every secret of the shared corpus and the
+// shapes of issue 9 (plantedSecrets) in finding bodies, rule instructions,
+// code files and file paths, calls every tool, and checks that no answer
+// holds a secret or any 8-character piece of it while the text around it
+// survives, that no stored row holds one, and that no search tells a
+// correct prefix of a secret from a wrong one.
 func TestSecretsNeverLeak(t *testing.T) {
 	secrets := append(loadSecrets(t), plantedSecrets(t)...)
 	// The prefix-oracle probes make a few hundred calls.

@@ -12,6 +12,9 @@ import (
 	"github.com/codelotse/codelotse/pkg/secretscan"
 )
 
+// GoSrcSnapshot is goSrcSnapshot, for the external test package.
+func GoSrcSnapshot(b *testing.B) (codeindex.Snapshot, int64) { return goSrcSnapshot(b) }
+
 // goSrcSnapshot reads $(go env GOROOT)/src (BENCH_CODE_TREE overrides) as
 // an index snapshot, as the indexers would (files up to 1 MiB, no binaries).
 func goSrcSnapshot(b *testing.B) (codeindex.Snapshot, int64) {
@@ -23,7 +26,7 @@ func goSrcSnapshot(b *testing.B) (codeindex.Snapshot, int64) {
 		}
 		tree = filepath.Join(strings.TrimSpace(string(out)), "src")
 	}
-	var snap codeindex.Snapshot
+	snap := codeindex.Snapshot{Commit: strings.Repeat("0", 40)}
 	var total int64
 	err := filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !d.Type().IsRegular() {
@@ -35,7 +38,7 @@ func goSrcSnapshot(b *testing.B) (codeindex.Snapshot, int64) {
 		}
 		rel, _ := filepath.Rel(tree, p)
 		total += int64(len(data))
-		snap.Files = append(snap.Files, codeindex.File{Path: rel, Lines: codeindex.SplitLines(string(data))})
+		snap.Files = append(snap.Files, codeindex.File{Path: filepath.ToSlash(rel), Size: int64(len(data)), Lines: codeindex.SplitLines(string(data))})
 		return nil
 	})
 	if err != nil {
