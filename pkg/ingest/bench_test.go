@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -38,7 +39,7 @@ func goSrcSnapshot(b *testing.B) (codeindex.Snapshot, int64) {
 		}
 		rel, _ := filepath.Rel(tree, p)
 		total += int64(len(data))
-		snap.Files = append(snap.Files, codeindex.File{Path: filepath.ToSlash(rel), Size: int64(len(data)), Lines: codeindex.SplitLines(string(data))})
+		snap.Files = append(snap.Files, codeindex.File{Path: filepath.ToSlash(rel), Size: int64(len(data)), Lines: codeindex.SplitLines(string(bytes.ToValidUTF8(data, []byte("\uFFFD"))))})
 		return nil
 	})
 	if err != nil {
