@@ -3,18 +3,22 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 )
 
-// TestSecretsNeverLeak plants every secret of the shared corpus in finding
-// bodies, rule instructions, code files and file paths, calls every tool,
-// and checks that no secret appears in any answer while the text around it
-// does, and that _meta counts the redactions.
+// TestSecretsNeverLeak plants every secret of the shared corpus and the
+// shapes of issue 9 (plantedSecrets) in finding bodies, rule instructions,
+// code files and file paths, calls every tool, and checks that no answer
+// holds a secret or any 8-character piece of it while the text around it
+// survives, that no stored row holds one, and that no search tells a
+// correct prefix of a secret from a wrong one.
 func TestSecretsNeverLeak(t *testing.T) {
-	secrets := loadSecrets(t)
-	s := newStack(t)
+	secrets := append(loadSecrets(t), plantedSecrets(t)...)
+	// The prefix-oracle probes make a few hundred calls.
+	s := newStack(t, "MCP_RATE_PER_TOKEN=0", "MCP_RATE_PER_IP=0")
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled")
 	s.cltctl("user", "add", "--tenant", "acme", "--email", "dev@acme.test", "--role", "admin")
 	s.cltctl("repo", "add", "--tenant", "acme", "--full-name", "acme/api")
@@ -23,7 +27,16 @@ func TestSecretsNeverLeak(t *testing.T) {
 	var findings []map[string]any
 	for i, sec := range secrets {
 		files[fmt.Sprintf("secrets/%s.txt", sec.Name)] = fmt.Sprintf("PLANTED before %s\n%s\nPLANTED after %s\n", sec.Name, sec.Line, sec.Name)
-		files[fmt.Sprintf("leak/%s/config.txt", sec.Secret)] = "PATHPLANT " + sec.Name + "\n"
+		longest := 0
+		for _, part := range strings.Split(sec.Secret, "/") {
+			longest = max(longest, len(part))
+		}
+		// A file name is at most 255 bytes, and git folds "//" in a path
+		// into "/" (which would store a value that is no longer the
+		// secret, only most of it).
+		if longest < 200 && !strings.Contains(sec.Secret, "//") {
+			files[fmt.Sprintf("leak/%s/config.txt", sec.Secret)] = "PATHPLANT " + sec.Name + "\n"
+		}
 		findings = append(findings, map[string]any{"rule": "secrets", "severity": "critical", "path": fmt.Sprintf("secrets/%s.txt", sec.Name),
 			"start_line": 2, "title": fmt.Sprintf("Credential %d in %s", i, sec.Name),
 			"body":       fmt.Sprintf("Found a credential: `%s` - rotate it now. BODYMARK%d", sec.Line, i),
@@ -31,10 +44,36 @@ func TestSecretsNeverLeak(t *testing.T) {
 		s.cltctl("rule", "add", "--tenant", "acme", "--repo", "acme/api", "--key", "planted-"+sec.Name, "--title", "Planted "+sec.Name,
 			"--severity", "low", "--instructions", fmt.Sprintf("RULEMARK never write %s anywhere.", sec.Line))
 	}
+	// Findings that carry a bare secret in the path and in the rule, for
+	// the prefix-oracle probes.
+	var pat secret
+	for _, sec := range secrets {
+		if sec.Name == "github-pat" {
+			pat = sec
+		}
+	}
+	if pat.Secret == "" {
+		t.Fatal("no github-pat entry in the corpus")
+	}
+	findings = append(findings, map[string]any{"rule": "leak-" + pat.Secret, "severity": "high", "path": "leak/" + pat.Secret + "/config.txt",
+		"start_line": 1, "title": "Bare token", "body": "The token " + pat.Secret + " is in the path."})
+	// A repository name is an identifier: one holding a secret is refused.
+	if _, stderr, code := s.cltctlRun("repo", "add", "--tenant", "acme", "--full-name", "acme/"+pat.Secret); code == 0 || !strings.Contains(stderr, "secret") {
+		t.Errorf("cltctl repo add with a secret in the name: exit %d, %s", code, stderr)
+	}
 	dir, _ := gitRepo(t, files)
 	s.cltctl("index", "--tenant", "acme", "--repo", "acme/api", dir)
 	s.cltctl("import", "review", "--tenant", "acme", writeJSON(t, reviewDoc("acme/api", 1, "planted", "2026-11-30T12:00:00Z", findings)))
 	cs := connect(t, s.url+"/mcp", s.token("acme", "dev@acme.test", "dev"), "")
+
+	// Nothing raw reached the database, and searches cannot tell a right
+	// next character from a wrong one.
+	assertNotStored(t, s, secrets)
+	for _, sec := range secrets {
+		if sec.Name == "github-pat" || sec.Name == "ghp-clip" || sec.Name == "codelotse-pat" {
+			assertNoPrefixOracle(t, cs, sec)
+		}
+	}
 
 	var answers []string
 	redactions := 0
@@ -42,6 +81,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 		text, isErr, meta := callMeta(t, cs, tool, args)
 		if isErr {
 			t.Fatalf("%s %v: %s", tool, args, text)
+		}
+		// The answer echoes the agent's own query, which the probes below
+		// take from the secret; that is not a leak of stored data.
+		if q, ok := args["query"].(string); ok && q != "" {
+			qj, _ := json.Marshal(q)
+			text = strings.ReplaceAll(text, string(qj), `"…"`)
 		}
 		answers = append(answers, text)
 		if r, ok := meta["codelotse/redactions"].(map[string]any); ok {
@@ -58,6 +103,11 @@ func TestSecretsNeverLeak(t *testing.T) {
 	ask("get_fix_prompt", map[string]any{"repository": "acme/api", "number": 1})
 	code := ask("search_code", map[string]any{"query": "PLANTED", "limit": 100, "context": 1})
 	paths := ask("search_code", map[string]any{"query": "PATHPLANT", "limit": 100})
+	// Lines longer than the 500-byte clip, with a token across the cut.
+	ask("search_code", map[string]any{"query": "GITHUB_TOKEN", "limit": 100, "context": 2})
+	ask("search_code", map[string]any{"query": "Bearer", "limit": 100})
+	ask("search_code", map[string]any{"query": "kind: Secret", "limit": 100, "context": 5})
+	ask("search_findings", map[string]any{"query": "Bare token", "limit": 100})
 	for _, sec := range secrets {
 		ask("get_file_contents", map[string]any{"repository": "acme/api", "path": "secrets/" + sec.Name + ".txt"})
 		ask("search_code", map[string]any{"query": sec.Name, "limit": 100, "context": 2})
@@ -70,8 +120,16 @@ func TestSecretsNeverLeak(t *testing.T) {
 		}
 	}
 
+	benign := benignText(secrets)
 	for _, sec := range secrets {
 		for i, a := range answers {
+			for _, g := range secretGrams(sec.Secret, benign) {
+				if strings.Contains(a, g) {
+					k := strings.Index(a, g)
+					t.Errorf("%q of secret %s leaked in answer %d: …%s…", g, sec.Name, i, a[max(0, k-300):min(len(a), k+100)])
+					break
+				}
+			}
 			if strings.Contains(a, sec.Secret) {
 				t.Errorf("secret %s leaked in answer %d", sec.Name, i)
 			}
@@ -100,9 +158,17 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if !strings.Contains(review, "[REDACTED:") {
 		t.Error("no [REDACTED:<rule-id>] marker in the review")
 	}
-	if redactions < 4*len(secrets) {
-		t.Errorf("_meta counted %d redactions, want at least %d", redactions, 4*len(secrets))
+	// Secrets are redacted before they are stored (issue 9), so the
+	// answers show placeholders that shaping did not have to make: _meta
+	// counts only what the output layer replaced.
+	placeholders := 0
+	for _, a := range answers {
+		placeholders += strings.Count(a, "[REDACTED:")
 	}
+	if placeholders < 4*len(secrets) {
+		t.Errorf("%d [REDACTED:…] placeholders in the answers, want at least %d", placeholders, 4*len(secrets))
+	}
+	_ = redactions
 }
 
 // TestResultCapAndFence: oversized results stay valid fenced JSON within

@@ -17,6 +17,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/githubapp"
 	"github.com/codelotse/codelotse/pkg/httpserver"
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/jobs"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
 	"github.com/codelotse/codelotse/pkg/oidc"
@@ -106,7 +107,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-
+	// One scanner for the process: shaping redacts answers with it, and
+	// the sign-in's repository sync prepares what it stores with it.
+	scanner := secretscan.New()
 	srv, err := httpserver.New(httpserver.Config{
 		PublicURL:      cfg.PublicURL,
 		AllowedOrigins: cfg.AllowedOrigins,
@@ -114,13 +117,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Bearer:         bearer,
 		MCP: &mcpserver.Deps{
 			DB:          db,
-			Shaper:      shape.New(secretscan.New()),
+			Shaper:      shape.New(scanner),
 			Logger:      logger,
 			SchemaCache: mcpserver.NewSchemaCache(),
 			Known:       &mcpserver.KnownSecrets{DB: db},
 			CursorKey:   cursorKey,
 		},
 		Logger:        logger,
+		Ingest:        ingest.New(scanner),
 		Telemetry:     tel,
 		Sessions:      &authn.Sessions{DB: db, Secure: !cfg.LoopbackHTTP()},
 		GitHub:        gh,

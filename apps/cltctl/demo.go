@@ -11,7 +11,6 @@ import (
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/importer"
-	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -79,7 +78,7 @@ func cmdDemo(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		repo, err := postgres.AddRepository(e.ctx, tx, tid, postgres.NewRepository{FullName: demoRepo, DefaultBranch: "main"})
+		repo, err := e.ingest.AddRepository(e.ctx, tx, tid, postgres.NewRepository{FullName: demoRepo, DefaultBranch: "main"})
 		if err != nil {
 			return err
 		}
@@ -91,7 +90,7 @@ func cmdDemo(e *env, args []string) error {
 			if r.repo {
 				rid = &repo.ID
 			}
-			if _, err := postgres.UpsertRule(e.ctx, tx, tid, rid, r.rule); err != nil {
+			if _, err := e.ingest.UpsertRule(e.ctx, tx, tid, rid, r.rule); err != nil {
 				return err
 			}
 		}
@@ -164,7 +163,7 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 			if err != nil {
 				return err
 			}
-			res, err = ingest.Index(e.ctx, tx, tid, r.ID, snap, operator)
+			res, err = e.ingest.Index(e.ctx, tx, tid, r.ID, snap, operator)
 			return err
 		})
 		if err != nil {
@@ -184,7 +183,7 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 	}
 	var res postgres.ImportResult
 	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
-		res, err = ingest.Import(e.ctx, tx, tid, imp, operator)
+		res, err = e.ingest.Import(e.ctx, tx, tid, imp, operator)
 		return err
 	}); err != nil {
 		return prefixed(path, err)

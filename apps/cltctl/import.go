@@ -9,7 +9,6 @@ import (
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/importer"
-	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -70,7 +69,7 @@ func storeImport(e *env, slug, file string, imp codelotse.ReviewImport) error {
 	var res postgres.ImportResult
 	err := e.inTenant(slug, func(tid string, tx pgx.Tx) error {
 		var err error
-		res, err = ingest.Import(e.ctx, tx, tid, imp, operator)
+		res, err = e.ingest.Import(e.ctx, tx, tid, imp, operator)
 		return err
 	})
 	if err != nil {

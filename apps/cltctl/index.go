@@ -6,7 +6,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/codelotse/codelotse/pkg/codeindex"
-	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -36,7 +35,7 @@ func cmdIndex(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		res, err = ingest.Index(e.ctx, tx, tid, r.ID, snap, operator)
+		res, err = e.ingest.Index(e.ctx, tx, tid, r.ID, snap, operator)
 		return err
 	})
 	if err != nil {

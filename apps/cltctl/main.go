@@ -21,7 +21,9 @@ import (
 
 	"github.com/codelotse/codelotse/apps/internal/config"
 	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/secretscan"
 )
 
 func main() {
@@ -55,6 +57,8 @@ type env struct {
 	cfg    config.Config
 	// demoNotes collects what cltctl demo did besides the essentials.
 	demoNotes strings.Builder
+	// ingest prepares every agent-readable text the commands store.
+	ingest *ingest.Ingester
 }
 
 type command struct {
@@ -79,6 +83,7 @@ var commands = map[string]command{
 	"import review":      {"import a native review JSON document (docs/review-format.md)", cmdImportReview},
 	"import sarif":       {"import SARIF 2.1.0 results as findings", cmdImportSARIF},
 	"index":              {"index a local git checkout at a commit for search_code", cmdIndex},
+	"redact":             {"re-redact every stored text (after an upgrade); --tenant for one tenant", cmdRedact},
 	"idp add":            {"add (or update) the tenant's OIDC identity provider", cmdIdPAdd},
 	"idp disable":        {"disable an identity provider; its tokens stop working", cmdIdPSetEnabled(false)},
 	"idp enable":         {"enable an identity provider again", cmdIdPSetEnabled(true)},
@@ -131,7 +136,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return codelotse.Wrap(codelotse.Invalid, err, err.Error())
 	}
-	return cmd.run(&env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr, now: time.Now(), cfg: cfg}, rest)
+	return cmd.run(&env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr, now: time.Now(), cfg: cfg, ingest: ingest.New(secretscan.New())}, rest)
 }
 
 // flags returns a flag set that reports errors instead of exiting.

@@ -26,7 +26,7 @@ func cmdRepoAdd(e *env, args []string) error {
 	var r codelotse.Repository
 	var err error
 	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		r, err = postgres.AddRepository(e.ctx, tx, tid, postgres.NewRepository{FullName: *full, DefaultBranch: *branch, Private: *private, URL: *url})
+		r, err = e.ingest.AddRepository(e.ctx, tx, tid, postgres.NewRepository{FullName: *full, DefaultBranch: *branch, Private: *private, URL: *url})
 		return err
 	})
 	if err != nil {

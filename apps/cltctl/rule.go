@@ -7,7 +7,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
-	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -46,10 +45,8 @@ func cmdRuleAdd(e *env, args []string) error {
 			}
 			repoID = &r.ID
 		}
-		if _, err := postgres.UpsertRule(e.ctx, tx, tid, repoID, codelotse.Rule{Key: *key, Title: *title, Severity: severity, PathGlobs: globs, Instructions: *instr}); err != nil {
-			return err
-		}
-		return ingest.LearnSecrets(e.ctx, tx, tid, *title, *instr)
+		_, err := e.ingest.UpsertRule(e.ctx, tx, tid, repoID, codelotse.Rule{Key: *key, Title: *title, Severity: severity, PathGlobs: globs, Instructions: *instr})
+		return err
 	})
 	if err != nil {
 		return err

@@ -17,7 +17,9 @@ import (
 
 	"github.com/codelotse/codelotse/apps/internal/config"
 	"github.com/codelotse/codelotse/pkg/githubapp"
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/jobs"
+	"github.com/codelotse/codelotse/pkg/secretscan"
 )
 
 func main() {
@@ -83,7 +85,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if app == nil {
 		every, members = 0, 0
 	}
-	w, err := jobs.NewWorker(&jobs.Deps{DB: db, GitHub: app, Logger: logger, SyncEvery: every, MembershipEvery: members}, n)
+	w, err := jobs.NewWorker(&jobs.Deps{DB: db, GitHub: app, Logger: logger, SyncEvery: every, MembershipEvery: members,
+		Ingest: ingest.New(secretscan.New())}, n)
 	if err != nil {
 		return err
 	}

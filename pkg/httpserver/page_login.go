@@ -245,7 +245,10 @@ func (s *Server) githubCallback(c echo.Context) error {
 		}
 		var repoIDs []int64
 		for _, r := range inst.Repos {
-			rid, err := postgres.UpsertGitHubRepository(ctx, tx, tid, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
+			rid, err := s.cfg.Ingest.UpsertGitHubRepository(ctx, tx, tid, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
+			if codelotse.ErrorCode(err) == codelotse.Invalid {
+				continue // a name that looks like a secret is not stored
+			}
 			if err != nil {
 				return err
 			}

@@ -22,10 +22,12 @@ import (
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/githubapp"
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
 	"github.com/codelotse/codelotse/pkg/oidc"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/ratelimit"
+	"github.com/codelotse/codelotse/pkg/secretscan"
 	"github.com/codelotse/codelotse/pkg/telemetry"
 	"github.com/codelotse/codelotse/web"
 )
@@ -42,6 +44,9 @@ type Config struct {
 	Bearer         *authn.Bearer
 	MCP            *mcpserver.Deps
 	Logger         *slog.Logger
+	// Ingest prepares what the GitHub sign-in stores (repository names and
+	// URLs); nil builds one with its own scanner.
+	Ingest *ingest.Ingester
 	// Limiter and Limits rate-limit the bearer routes (bucket mcp); a nil
 	// Limiter disables limits.
 	Limiter ratelimit.Limiter
@@ -109,6 +114,9 @@ type Server struct {
 // New builds the server and its routes.
 func New(cfg Config) (*Server, error) {
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	if cfg.Ingest == nil {
+		cfg.Ingest = ingest.New(secretscan.New())
+	}
 	own, err := origin(cfg.PublicURL)
 	if err != nil {
 		return nil, codelotse.Errorf(codelotse.Invalid, "PUBLIC_URL %q must be an absolute http(s) URL", cfg.PublicURL)

@@ -1,12 +1,22 @@
-// Package ingest holds what every path that stores content (cltctl
-// imports and indexing, the GitHub worker) does besides storing it:
-// learning the secrets in that content as the tenant's known secrets, so
-// that MCP answers redact those values wherever they appear later.
+// Package ingest is the one path by which text an agent can read reaches
+// storage: the code index (file contents and paths), review imports (pull
+// requests, reviews, findings), rules and repository names. Every document
+// is sanitised first (invisible characters removed, shape.Sanitize), then
+// its secrets are learned as the tenant's known secrets (fingerprints, for
+// bare values found elsewhere later), then the whole document is redacted
+// with full multi-line context, and only the redacted text is stored. A
+// secret spanning lines becomes one placeholder per line, so line numbers
+// stay true.
+//
+// Nothing else may write those tables (TestOnlyIngestWritesAgentText
+// enforces it). The package keeps no state of its own: the scanner is
+// passed in, built once per process by the caller.
 package ingest
 
 import (
 	"context"
-	"sync"
+	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,91 +24,332 @@ import (
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/secretscan"
+	"github.com/codelotse/codelotse/pkg/shape"
 )
 
-var (
-	scannerOnce sync.Once
-	scanner     *secretscan.Redactor
-)
+// Ingester sanitises and redacts documents before they are stored. It is
+// safe for concurrent use.
+type Ingester struct {
+	scanner *secretscan.Redactor
+}
 
-// LearnSecrets records the fingerprints of secrets found in texts, in tx.
-func LearnSecrets(ctx context.Context, tx pgx.Tx, tid string, texts ...string) error {
-	scannerOnce.Do(func() { scanner = secretscan.New() })
-	seen := map[[32]byte]bool{}
-	var fps []postgres.SecretFingerprint
-	for _, t := range texts {
-		for _, f := range scanner.Find(t) {
-			if seen[f.Fingerprint] {
-				continue
-			}
-			seen[f.Fingerprint] = true
-			h := f.Fingerprint
-			fps = append(fps, postgres.SecretFingerprint{Fingerprint: h[:], Length: f.Length, RuleID: f.RuleID})
+// New returns an Ingester that redacts with scanner (secretscan.New(), built
+// once per process and shared with the output shaping).
+func New(scanner *secretscan.Redactor) *Ingester { return &Ingester{scanner: scanner} }
+
+// Learned collects the fingerprints of the secrets found while preparing
+// documents, to be recorded in the same transaction as the rows.
+type Learned struct {
+	seen  map[[32]byte]bool
+	fps   []postgres.SecretFingerprint
+	found []secretscan.Found
+}
+
+func (l *Learned) add(found []secretscan.Found) {
+	l.found = append(l.found, found...)
+	for _, f := range found {
+		if l.seen == nil {
+			l.seen = map[[32]byte]bool{}
 		}
-	}
-	return postgres.RecordSecretFingerprints(ctx, tx, tid, fps)
-}
-
-// ImportTexts are the strings of an import that reach agents.
-func ImportTexts(imp codelotse.ReviewImport) []string {
-	out := []string{imp.Review.Summary}
-	if imp.PullRequest != nil {
-		out = append(out, imp.PullRequest.Title)
-	}
-	for _, f := range imp.Findings {
-		out = append(out, f.Title, f.Body, f.Suggestion, f.Path)
-	}
-	return out
-}
-
-// SnapshotTexts are the paths and chunk contents of an index.
-func SnapshotTexts(snap codeindex.Snapshot) []string {
-	var out []string
-	for _, f := range snap.Files {
-		out = append(out, f.Path)
-		for _, c := range codeindex.Chunks(f.Lines) {
-			out = append(out, c.Content)
+		if l.seen[f.Fingerprint] {
+			continue
 		}
+		l.seen[f.Fingerprint] = true
+		h := f.Fingerprint
+		l.fps = append(l.fps, postgres.SecretFingerprint{Fingerprint: h[:], Length: f.Length, RuleID: f.RuleID})
 	}
-	return out
 }
 
-// Import stores a review import and learns its secrets, in tx.
-func Import(ctx context.Context, tx pgx.Tx, tid string, imp codelotse.ReviewImport, actor postgres.Actor) (postgres.ImportResult, error) {
-	res, err := postgres.ImportReview(ctx, tx, tid, imp, actor)
+// known returns a redactor of the tenant's stored known secrets plus those
+// learned so far, so that a bare value of a secret (a token alone in a
+// path, a private key's body without its BEGIN line) is not stored either;
+// nil when there are none.
+func (l *Learned) known(ctx context.Context, tx pgx.Tx, tenantID string) (*secretscan.Known, error) {
+	stored, err := postgres.SecretFingerprintsTx(ctx, tx, tenantID)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	return res, LearnSecrets(ctx, tx, tid, ImportTexts(imp)...)
+	all := append([]secretscan.Found(nil), l.found...)
+	for _, f := range stored {
+		var h [32]byte
+		copy(h[:], f.Fingerprint)
+		all = append(all, secretscan.Found{RuleID: f.RuleID, Fingerprint: h, Length: f.Length})
+	}
+	return secretscan.NewKnown(all), nil
 }
 
-// Index replaces a repository's index with snap and learns its secrets, in tx.
-func Index(ctx context.Context, tx pgx.Tx, tid string, repoID int64, snap codeindex.Snapshot, actor postgres.Actor) (postgres.IndexResult, error) {
+// Record stores the learned fingerprints in tx.
+func (l *Learned) Record(ctx context.Context, tx pgx.Tx, tenantID string) error {
+	return postgres.RecordSecretFingerprints(ctx, tx, tenantID, l.fps)
+}
+
+// Document returns the text to store for one whole document (a file, a
+// finding body, a title, a path): sanitised, then redacted with the whole
+// document as context. The secrets found are added to l (which may be nil).
+// The result has as many lines as s.
+func (in *Ingester) Document(s string, l *Learned) string {
+	if s == "" {
+		return s
+	}
+	s = shape.Sanitize(s)
+	out, found := in.scanner.RedactAndFind(s)
+	if l != nil {
+		l.add(found)
+	}
+	return out
+}
+
+// File returns f as it is stored: its path and its whole content (all lines
+// joined, so rules that need the surrounding lines see them) prepared as
+// documents, with the same number of lines.
+func (in *Ingester) File(f codeindex.File, l *Learned) codeindex.File {
+	return in.file(f, func(s string) string { return in.Document(s, l) })
+}
+
+func (in *Ingester) file(f codeindex.File, d func(string) string) codeindex.File {
+	f.Path = d(f.Path)
+	if len(f.Lines) == 0 {
+		return f
+	}
+	doc := d(strings.Join(f.Lines, "\n"))
+	lines := strings.Split(doc, "\n")
+	if len(lines) != len(f.Lines) {
+		// Sanitising and redacting never add or remove a newline; were that
+		// broken, store placeholders rather than misnumbered or raw lines.
+		lines = make([]string, len(f.Lines))
+		for i := range lines {
+			lines[i] = "[REDACTED:" + secretscan.Unavailable + "]"
+		}
+	}
+	f.Lines = lines
+	return f
+}
+
+// Snapshot prepares every file of snap. Two paths that differ only in a
+// secret redact to the same text; the later ones get a numbered suffix so
+// that both files stay in the index.
+func (in *Ingester) Snapshot(snap codeindex.Snapshot, l *Learned) codeindex.Snapshot {
+	return in.snapshot(snap, func(s string) string { return in.Document(s, l) })
+}
+
+func (in *Ingester) snapshot(snap codeindex.Snapshot, d func(string) string) codeindex.Snapshot {
+	out := codeindex.Snapshot{Commit: snap.Commit, Files: make([]codeindex.File, len(snap.Files))}
+	seen := make(map[string]bool, len(snap.Files))
+	for i, f := range snap.Files {
+		f = in.file(f, d)
+		if seen[f.Path] {
+			base := f.Path
+			for n := 2; seen[f.Path]; n++ {
+				f.Path = fmt.Sprintf("%s~%d", base, n)
+			}
+		}
+		seen[f.Path] = true
+		out.Files[i] = f
+	}
+	return out
+}
+
+// ReviewImport prepares every agent-readable string of imp.
+func (in *Ingester) ReviewImport(imp codelotse.ReviewImport, l *Learned) codelotse.ReviewImport {
+	return reviewImport(imp, func(s string) string { return in.Document(s, l) })
+}
+
+func reviewImport(imp codelotse.ReviewImport, d func(string) string) codelotse.ReviewImport {
+	imp.Repository = d(imp.Repository)
+	imp.Source = d(imp.Source)
+	if imp.PullRequest != nil {
+		pr := *imp.PullRequest
+		pr.Title, pr.Author, pr.BaseRef, pr.HeadRef, pr.URL = d(pr.Title), d(pr.Author), d(pr.BaseRef), d(pr.HeadRef), d(pr.URL)
+		imp.PullRequest = &pr
+	}
+	r := &imp.Review
+	r.ExternalID, r.Summary, r.Author = d(r.ExternalID), d(r.Summary), d(r.Author)
+	findings := make([]codelotse.Finding, len(imp.Findings))
+	for i, f := range imp.Findings {
+		f.RuleKey, f.Path, f.Title, f.Body, f.Suggestion, f.Source = d(f.RuleKey), d(f.Path), d(f.Title), d(f.Body), d(f.Suggestion), d(f.Source)
+		findings[i] = f
+	}
+	imp.Findings = findings
+	return imp
+}
+
+// Rule prepares a rule's title, instructions and path globs.
+func (in *Ingester) Rule(r codelotse.Rule, l *Learned) codelotse.Rule {
+	return rule(r, func(s string) string { return in.Document(s, l) })
+}
+
+func rule(r codelotse.Rule, d func(string) string) codelotse.Rule {
+	r.Title, r.Instructions = d(r.Title), d(r.Instructions)
+	globs := make([]string, len(r.PathGlobs))
+	for i, g := range r.PathGlobs {
+		globs[i] = d(g)
+	}
+	if r.PathGlobs == nil {
+		globs = nil
+	}
+	r.PathGlobs = globs
+	return r
+}
+
+// Index replaces a repository's code index with snap, redacted, and learns
+// its secrets, in tx.
+func (in *Ingester) Index(ctx context.Context, tx pgx.Tx, tid string, repoID int64, snap codeindex.Snapshot, actor postgres.Actor) (postgres.IndexResult, error) {
+	var l Learned
+	snap = in.Snapshot(snap, &l)
+	k, err := l.known(ctx, tx, tid)
+	if err != nil {
+		return postgres.IndexResult{}, err
+	}
+	if k != nil {
+		snap = in.snapshot(snap, knownPass(k))
+	}
 	res, err := postgres.ReplaceIndex(ctx, tx, tid, repoID, snap, actor)
 	if err != nil {
 		return res, err
 	}
-	return res, LearnSecrets(ctx, tx, tid, SnapshotTexts(snap)...)
+	return res, l.Record(ctx, tx, tid)
+}
+
+// Import stores a review import, redacted, and learns its secrets, in tx.
+func (in *Ingester) Import(ctx context.Context, tx pgx.Tx, tid string, imp codelotse.ReviewImport, actor postgres.Actor) (postgres.ImportResult, error) {
+	var l Learned
+	imp = in.ReviewImport(imp, &l)
+	k, err := l.known(ctx, tx, tid)
+	if err != nil {
+		return postgres.ImportResult{}, err
+	}
+	if k != nil {
+		imp = reviewImport(imp, knownPass(k))
+	}
+	res, err := postgres.ImportReview(ctx, tx, tid, imp, actor)
+	if err != nil {
+		return res, err
+	}
+	return res, l.Record(ctx, tx, tid)
+}
+
+// UpsertRule stores a rule, redacted, and learns its secrets, in tx. A key
+// that holds a secret is refused: keys are identifiers that operators type.
+func (in *Ingester) UpsertRule(ctx context.Context, tx pgx.Tx, tid string, repoID *int64, r codelotse.Rule) (int64, error) {
+	var l Learned
+	if key := in.Document(r.Key, &l); key != r.Key {
+		return 0, codelotse.Errorf(codelotse.Invalid, "rule key %s looks like a secret; choose another key", key)
+	}
+	r = in.Rule(r, &l)
+	k, err := l.known(ctx, tx, tid)
+	if err != nil {
+		return 0, err
+	}
+	if k != nil {
+		r = rule(r, knownPass(k))
+	}
+	id, err := postgres.UpsertRule(ctx, tx, tid, repoID, r)
+	if err != nil {
+		return id, err
+	}
+	return id, l.Record(ctx, tx, tid)
+}
+
+// repoName refuses a repository name that holds a secret (full names are
+// identifiers that other paths look repositories up by, and the schema
+// allows only OWNER/NAME characters, so a placeholder cannot be stored).
+func (in *Ingester) repoName(name string, l *Learned) error {
+	if clean := in.Document(name, l); clean != name {
+		return codelotse.Errorf(codelotse.Invalid, "repository name %s looks like a secret and is not stored", clean)
+	}
+	return nil
+}
+
+// AddRepository registers a repository (its URL redacted), in tx.
+func (in *Ingester) AddRepository(ctx context.Context, tx pgx.Tx, tid string, nr postgres.NewRepository) (codelotse.Repository, error) {
+	var l Learned
+	if err := in.repoName(nr.FullName, &l); err != nil {
+		return codelotse.Repository{}, err
+	}
+	nr.DefaultBranch, nr.URL = in.Document(nr.DefaultBranch, &l), in.Document(nr.URL, &l)
+	r, err := postgres.AddRepository(ctx, tx, tid, nr)
+	if err != nil {
+		return r, err
+	}
+	return r, l.Record(ctx, tx, tid)
+}
+
+// UpsertGitHubRepository stores a repository reported by GitHub (its URL
+// and default branch redacted), in tx.
+func (in *Ingester) UpsertGitHubRepository(ctx context.Context, tx pgx.Tx, tid string, githubID int64, fullName, defaultBranch, url string, private bool) (int64, error) {
+	var l Learned
+	if err := in.repoName(fullName, &l); err != nil {
+		return 0, err
+	}
+	id, err := postgres.UpsertGitHubRepository(ctx, tx, tid, githubID, fullName, in.Document(defaultBranch, &l), in.Document(url, &l), private)
+	if err != nil {
+		return id, err
+	}
+	return id, l.Record(ctx, tx, tid)
+}
+
+// knownPass redacts bare values of known secrets in an already prepared
+// document (line by line: known values never span lines).
+func knownPass(k *secretscan.Known) func(string) string {
+	return func(s string) string {
+		out, _ := k.Redact(s)
+		return out
+	}
+}
+
+// files prepares changed files and deleted paths of a partial index (a
+// pull request's head, or a push's changes) exactly as Index prepares a
+// whole snapshot: the files sanitised and redacted as documents, then the
+// known secrets' bare values; deleted paths the same way, so that they name
+// the paths as they were stored.
+func (in *Ingester) files(ctx context.Context, tx pgx.Tx, tid, commit string, files []codeindex.File, deleted []string, l *Learned) ([]codeindex.File, []string, error) {
+	snap := in.Snapshot(codeindex.Snapshot{Commit: commit, Files: files}, l)
+	dels := make([]string, len(deleted))
+	for i, p := range deleted {
+		dels[i] = in.Document(p, l)
+	}
+	k, err := l.known(ctx, tx, tid)
+	if err != nil {
+		return nil, nil, err
+	}
+	if k != nil {
+		pass := knownPass(k)
+		snap = in.snapshot(snap, pass)
+		for i := range dels {
+			dels[i] = pass(dels[i])
+		}
+	}
+	return snap.Files, dels, nil
 }
 
 // IndexPull stores a pull request's head as an overlay on the base index
-// (the files it changes, the paths it deletes) and learns its secrets, in
-// tx.
-func IndexPull(ctx context.Context, tx pgx.Tx, tid string, repoID int64, number int, head, base string, files []codeindex.File, deleted []string) (postgres.IndexResult, error) {
+// (the files it changes, the paths it deletes), redacted, and learns its
+// secrets, in tx.
+func (in *Ingester) IndexPull(ctx context.Context, tx pgx.Tx, tid string, repoID int64, number int, head, base string, files []codeindex.File, deleted []string) (postgres.IndexResult, error) {
+	var l Learned
+	files, deleted, err := in.files(ctx, tx, tid, head, files, deleted, &l)
+	if err != nil {
+		return postgres.IndexResult{}, err
+	}
 	res, err := postgres.ReplacePullIndex(ctx, tx, tid, repoID, number, head, base, files, deleted)
 	if err != nil {
 		return res, err
 	}
-	return res, LearnSecrets(ctx, tx, tid, append(SnapshotTexts(codeindex.Snapshot{Commit: head, Files: files}), deleted...)...)
+	return res, l.Record(ctx, tx, tid)
 }
 
 // IndexChanges moves a repository's index to commit by replacing only the
-// changed files and removing the deleted ones, and learns the secrets of
-// what it stores, in tx.
-func IndexChanges(ctx context.Context, tx pgx.Tx, tid string, repoID int64, commit string, changed []codeindex.File, deleted []string, actor postgres.Actor) (postgres.IndexResult, error) {
+// changed files and removing the deleted ones, redacted, and learns the
+// secrets of what it stores, in tx.
+func (in *Ingester) IndexChanges(ctx context.Context, tx pgx.Tx, tid string, repoID int64, commit string, changed []codeindex.File, deleted []string, actor postgres.Actor) (postgres.IndexResult, error) {
+	var l Learned
+	changed, deleted, err := in.files(ctx, tx, tid, commit, changed, deleted, &l)
+	if err != nil {
+		return postgres.IndexResult{}, err
+	}
 	res, err := postgres.UpdateIndex(ctx, tx, tid, repoID, commit, changed, deleted, actor)
 	if err != nil {
 		return res, err
 	}
-	return res, LearnSecrets(ctx, tx, tid, append(SnapshotTexts(codeindex.Snapshot{Commit: commit, Files: changed}), deleted...)...)
+	return res, l.Record(ctx, tx, tid)
 }

@@ -9,9 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/jobs"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+	"github.com/codelotse/codelotse/pkg/secretscan"
 )
 
 // TestOneSyncPerRepository: a second sync of a repository is not enqueued
@@ -51,7 +53,7 @@ func TestOneSyncPerRepository(t *testing.T) {
 	}
 
 	// Another worker holds the repository.
-	d := &jobs.Deps{DB: env.App}
+	d := &jobs.Deps{DB: env.App, Ingest: ingest.New(secretscan.New())}
 	unlock, err := d.LockRepository(ctx, tn.ID, repoID)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +86,7 @@ func TestSyncAllEnqueuesBoundTenants(t *testing.T) {
 	if _, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "local", Name: "Local"}, "test"); err != nil {
 		t.Fatal(err)
 	}
-	w, err := jobs.NewWorker(&jobs.Deps{DB: env.App}, 2)
+	w, err := jobs.NewWorker(&jobs.Deps{DB: env.App, Ingest: ingest.New(secretscan.New())}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,11 @@ import (
 
 	"github.com/codelotse/codelotse/pkg/githubapp"
 	"github.com/codelotse/codelotse/pkg/githubapp/githubtest"
+	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/jobs"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+	"github.com/codelotse/codelotse/pkg/secretscan"
 )
 
 // TestRefreshMemberships: the refresh keeps an aged member fresh with the
@@ -62,7 +64,7 @@ func TestRefreshMemberships(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &jobs.Deps{DB: env.App, GitHub: app, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	d := &jobs.Deps{DB: env.App, GitHub: app, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ingest: ingest.New(secretscan.New())}
 	if err := d.RefreshMemberships(ctx, tn.ID); err != nil {
 		t.Fatal(err)
 	}

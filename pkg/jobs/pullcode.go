@@ -11,7 +11,6 @@ import (
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/githubapp"
-	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -57,7 +56,7 @@ func (d *Deps) indexPullHeads(ctx context.Context, tid string, inst *githubapp.I
 			return err
 		}
 		if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-			_, err := ingest.IndexPull(ctx, tx, tid, repo.ID, pr.Number, pr.HeadSHA, repo.IndexedCommit, files, deleted)
+			_, err := d.Ingest.IndexPull(ctx, tx, tid, repo.ID, pr.Number, pr.HeadSHA, repo.IndexedCommit, files, deleted)
 			return err
 		}); err != nil {
 			return err
@@ -144,7 +143,7 @@ func (d *Deps) indexIncrementally(ctx context.Context, tid string, inst *githuba
 		return false, err
 	}
 	return true, d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		_, err := ingest.IndexChanges(ctx, tx, tid, repo.ID, head, files, deleted, worker)
+		_, err := d.Ingest.IndexChanges(ctx, tx, tid, repo.ID, head, files, deleted, worker)
 		return err
 	})
 }

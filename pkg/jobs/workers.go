@@ -34,6 +34,8 @@ type Deps struct {
 	MembershipEvery time.Duration
 	// Now is the clock of the membership caches; nil is time.Now.
 	Now func() time.Time
+	// Ingest prepares everything the sync stores (required).
+	Ingest *ingest.Ingester
 }
 
 var worker = postgres.Actor{Label: "github-sync"}
@@ -42,6 +44,9 @@ var worker = postgres.Actor{Label: "github-sync"}
 func NewWorker(d *Deps, n int) (*Client, error) {
 	if d.ClosedWindow == 0 {
 		d.ClosedWindow = 30 * 24 * time.Hour
+	}
+	if d.Ingest == nil {
+		return nil, fmt.Errorf("jobs: Deps.Ingest is required")
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &installationWorker{d: d})
@@ -139,7 +144,15 @@ func (w *installationWorker) Work(ctx context.Context, job *river.Job[SyncInstal
 			return err
 		}
 		for _, r := range repos {
-			id, err := postgres.UpsertGitHubRepository(ctx, tx, tid, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
+			id, err := w.d.Ingest.UpsertGitHubRepository(ctx, tx, tid, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
+			if codelotse.ErrorCode(err) == codelotse.Invalid {
+				// A name that looks like a secret is not stored; the
+				// other repositories still sync.
+				if w.d.Logger != nil {
+					w.d.Logger.Warn("github sync: repository skipped", "tenant", tid, "github_id", r.ID, "reason", codelotse.ErrorMessage(err))
+				}
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -240,7 +253,7 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 		}
 		for _, imp := range reviewImports(repo.FullName, pr, reviews, comments, threads) {
 			if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-				_, err := ingest.Import(ctx, tx, tid, imp, worker)
+				_, err := d.Ingest.Import(ctx, tx, tid, imp, worker)
 				return err
 			}); err != nil {
 				return err
@@ -264,7 +277,7 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 	if alerts != nil {
 		imp := alertImport(repo.FullName, alerts)
 		if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-			_, err := ingest.Import(ctx, tx, tid, imp, worker)
+			_, err := d.Ingest.Import(ctx, tx, tid, imp, worker)
 			return err
 		}); err != nil {
 			return err
@@ -322,7 +335,7 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 		return err
 	}
 	if err := w.d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		_, err := ingest.Index(ctx, tx, tid, rid, snap, worker)
+		_, err := w.d.Ingest.Index(ctx, tx, tid, rid, snap, worker)
 		return err
 	}); err != nil {
 		return err

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,21 +73,44 @@ func (s *session) shaper(ctx context.Context) *shape.Shaper {
 	return s.deps.Shaper.WithRedactor(secretscan.Chain{s.deps.Shaper.Redactor(), known})
 }
 
-// linesRedactor is implemented by the base redactor (pkg/secretscan).
-type linesRedactor interface {
-	RedactLines([]string) ([]string, map[string]int)
+// documentRedactor is implemented by the base redactor (pkg/secretscan).
+type documentRedactor interface {
+	RedactDocument(string) (string, map[string]int)
 }
 
-// redactLines redacts secrets spanning lines of a window of a file before
-// the lines are returned one per string, and adds the counts to into.
-func (s *session) redactLines(lines []string, into map[string]int) []string {
-	lr, ok := s.deps.Shaper.Redactor().(linesRedactor)
-	if !ok {
-		return lines
+// redactLines is the second layer over stored text (which ingestion has
+// already redacted): a window of consecutive lines is sanitised and
+// redacted as one document, so rules that need the surrounding lines
+// (private keys, Kubernetes Secret manifests, keyword assignments) see
+// them, then each line by the tenant's known secrets. Lines are only shown
+// after this, and clipped only after it. The counts are added to into.
+func (s *session) redactLines(ctx context.Context, lines []string, into map[string]int) []string {
+	joined := shape.Sanitize(strings.Join(lines, "\n"))
+	if dr, ok := s.deps.Shaper.Redactor().(documentRedactor); ok {
+		var counts map[string]int
+		joined, counts = dr.RedactDocument(joined)
+		for k, n := range counts {
+			into[k] += n
+		}
 	}
-	out, counts := lr.RedactLines(lines)
-	for k, n := range counts {
-		into[k] += n
+	out := strings.Split(joined, "\n")
+	if len(out) != len(lines) {
+		// Never: sanitising and redacting keep every newline.
+		out = make([]string, len(lines))
+		for i := range out {
+			out[i] = "[REDACTED:" + secretscan.Unavailable + "]"
+		}
+		return out
+	}
+	known, _ := s.deps.Known.For(ctx, s.principal.TenantID)
+	if known != nil {
+		for i, l := range out {
+			var counts map[string]int
+			out[i], counts = known.Redact(l)
+			for k, n := range counts {
+				into[k] += n
+			}
+		}
 	}
 	return out
 }

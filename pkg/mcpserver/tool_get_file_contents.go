@@ -109,7 +109,7 @@ func runGetFileContents(ctx context.Context, s *session, raw json.RawMessage) (s
 	}
 	last := f.FirstLine + len(f.Lines) - 1
 	redactions := map[string]int{}
-	lines := s.redactLines(f.Lines, redactions)
+	lines := s.redactLines(ctx, f.Lines, redactions)
 	items := make([]any, len(lines))
 	for i, l := range lines {
 		items[i] = fmt.Sprintf("%d: %s", f.FirstLine+i, l)

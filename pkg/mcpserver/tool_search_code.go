@@ -182,16 +182,25 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 			if c.Shadowed || !pf.Match(c.Path) {
 				continue
 			}
-			lines := s.redactLines(strings.Split(c.Content, "\n"), redactions)
+			// The stored lines are redacted (pkg/ingest): matching runs on
+			// what an agent may see. The lines shown are redacted once more
+			// as a window (a second layer that also catches what newer
+			// rules or the tenant's known secrets find), only for chunks
+			// with a match, and clipped only after that.
+			stored := strings.Split(c.Content, "\n")
+			var lines []string
 			from, to := codeindex.Owned(c.StartLine, c.EndLine, c.LineCount)
 			for n := from; n <= to; n++ {
 				if c.ChunkID == pos.Chunk && phase == pos.Phase && n <= pos.Line {
 					continue
 				}
-				line := lines[n-c.StartLine]
-				if !plan.Match.MatchString(line) {
+				if !plan.Match.MatchString(stored[n-c.StartLine]) {
 					continue
 				}
+				if lines == nil {
+					lines = s.redactLines(ctx, stored, redactions)
+				}
+				line := lines[n-c.StartLine]
 				m := codeMatch{Repository: c.FullName, Commit: c.Commit, Path: c.Path, Line: n, Text: clip(line),
 					pos: searchCodePos{Chunk: c.ChunkID, Line: n, Phase: phaseOf(pull, phase)}}
 				if ctxLines > 0 {
@@ -262,7 +271,11 @@ func phaseOf(pull *postgres.PullCodeHead, phase int) int {
 	return phase
 }
 
-// clip shortens very long lines (minified files) for display.
+// clip shortens very long lines (minified files) for display. It runs only
+// on redacted lines (shortening first would cut a token so the redactor no
+// longer recognises it and show half of it), and never cuts inside a
+// [REDACTED:…] placeholder: a placeholder the cut would split is left out
+// whole.
 func clip(s string) string {
 	if len(s) <= maxLineBytes {
 		return s
@@ -270,6 +283,12 @@ func clip(s string) string {
 	cut := maxLineBytes
 	for cut > 0 && (s[cut]&0xC0) == 0x80 {
 		cut--
+	}
+	const ph = "[REDACTED:"
+	if open := strings.LastIndex(s[:min(len(s), cut+len(ph)-1)], ph); open >= 0 && open < cut {
+		if end := strings.IndexByte(s[open:], ']'); end < 0 || open+end >= cut {
+			cut = open
+		}
 	}
 	return s[:cut] + "…"
 }

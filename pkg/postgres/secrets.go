@@ -44,3 +44,16 @@ func SecretFingerprints(ctx context.Context, db *DB, tenantID string) ([]SecretF
 		})
 	return out, err
 }
+
+// SecretFingerprintsTx loads a tenant's known secrets in the caller's
+// transaction (ingestion redacts bare values of them before storing).
+func SecretFingerprintsTx(ctx context.Context, tx pgx.Tx, tenantID string) ([]SecretFingerprint, error) {
+	rows, err := tx.Query(ctx, `SELECT fingerprint, length, rule_id FROM secret_fingerprints WHERE tenant_id = $1`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (SecretFingerprint, error) {
+		var f SecretFingerprint
+		return f, r.Scan(&f.Fingerprint, &f.Length, &f.RuleID)
+	})
+}

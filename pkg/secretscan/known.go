@@ -25,10 +25,15 @@ func (r *Redactor) Find(s string) []Found {
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
+	return r.found(s, r.rs.find(s, sc))
+}
+
+// found turns the spans find returned for s into fingerprints.
+func (r *Redactor) found(s string, spans []span) []Found {
 	var out []Found
 	index := map[[32]byte]int{}
 	label := map[[32]byte]int{}
-	for _, sp := range r.rs.find(s, sc) {
+	for _, sp := range spans {
 		secret := strings.Trim(s[sp.start:sp.end], "\"'` \t\r\n")
 		rule := r.rs.rules[sp.rule]
 		if strings.Contains(secret, "\n") {
@@ -134,6 +139,34 @@ func (k *Known) Redact(s string) (string, map[string]int) {
 					hits = append(hits, hit{i, j, rule})
 				}
 			}
+			// A value with '/' in it (base64) glued to a path by the
+			// classes that allow '/': also try the pieces between
+			// slashes ("leak/<value>/config.txt").
+			// A base64 value may itself start or end with the slash, so
+			// each piece is tried with and without the slashes around it.
+			if cuts := slashCuts(s, i, j); len(cuts) > 2 {
+				for a := 0; a < len(cuts); a++ {
+					for b := a + 1; b < len(cuts); b++ {
+						for _, d := range [4][2]int{{1, 0}, {0, 0}, {1, 1}, {0, 1}} {
+							from, to := cuts[a]+d[0], cuts[b]+d[1]
+							if a == 0 {
+								from = cuts[a]
+							}
+							if b == len(cuts)-1 {
+								to = cuts[b]
+							}
+							if to <= from || to > j || (from == i && to == j) {
+								continue
+							}
+							if m := k.byLen[to-from]; m != nil {
+								if rule, ok := m[sha256.Sum256([]byte(s[from:to]))]; ok {
+									hits = append(hits, hit{from, to, rule})
+								}
+							}
+						}
+					}
+				}
+			}
 			i = j
 		}
 	}
@@ -184,4 +217,23 @@ func (c Chain) Redact(s string) (string, map[string]int) {
 		}
 	}
 	return s, total
+}
+
+// maxSlashCuts bounds the slashes per run that slashCuts considers (the
+// pieces tried grow with their square).
+const maxSlashCuts = 16
+
+// slashCuts returns i, the offsets of the slashes in s[i:j] (at most
+// maxSlashCuts), and j.
+func slashCuts(s string, i, j int) []int {
+	if strings.IndexByte(s[i:j], '/') < 0 {
+		return nil
+	}
+	cuts := []int{i}
+	for p := i; p < j && len(cuts) <= maxSlashCuts; p++ {
+		if s[p] == '/' {
+			cuts = append(cuts, p)
+		}
+	}
+	return append(cuts, j)
 }

@@ -1,6 +1,7 @@
 package secretscan
 
 import (
+	"crypto/sha256"
 	"strings"
 	"testing"
 )
@@ -50,5 +51,20 @@ func TestKnownSecretsAreRedactedAnywhere(t *testing.T) {
 	// Short values are never remembered (they would redact words).
 	if got := r.Find("password = \"abc\""); len(got) != 0 {
 		t.Errorf("short secret remembered: %+v", got)
+	}
+}
+
+// TestKnownInPaths: a known base64 value (which may hold, start or end
+// with '/') glued into a path by slashes is still found.
+func TestKnownInPaths(t *testing.T) {
+	for _, v := range []string{"Q2xhc3NpZmllZDpzZWNyZXQ", "ab/cdEFGhijKLmn+op", "/abcDEFghiJKL012", "abcDEFghiJKL012/"} {
+		h := sha256.Sum256([]byte(v))
+		k := NewKnown([]Found{{RuleID: "private-key", Fingerprint: h, Length: len(v)}})
+		for _, s := range []string{"leak/" + v + "/config.txt", "secrets/" + v, v + "/x", "a/b/" + v} {
+			out, _ := k.Redact(s)
+			if strings.Contains(out, v) || !strings.Contains(out, "[REDACTED:private-key]") {
+				t.Errorf("Redact(%q) = %q", s, out)
+			}
+		}
 	}
 }

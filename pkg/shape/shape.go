@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -335,34 +336,90 @@ func writeString(b *bytes.Buffer, s string) {
 	b.Write(escapeFenceTags(out))
 }
 
-// escapeFenceTags escapes "<" as \u003c where it starts "untrusted-data" or
-// "/untrusted-data" in any letter case (Unicode simple folding, so "ſ" counts
-// as "s"). The comparison walks js itself: a lowered copy is not usable
-// because lowering changes the byte length of some runes (KELVIN SIGN → "k"),
-// which would misalign indexes and let a tag through.
+// fenceOpeners are the runes a model may read as the "<" of a tag.
+var fenceOpeners = []rune{'<', '\uff1c', '\ufe64', '\u2039', '\u2329', '\u27e8', '\u3008', '\u02c2'}
+
+// escapeFenceTags escapes the opener of anything a model could read as an
+// untrusted-data tag, opening or closing, as its JSON \uXXXX escape (the
+// decoded string is unchanged; the raw text no longer shows a tag). Near
+// misses count: any letter case (Unicode simple folding, so "ſ" counts as
+// "s"), any run of spaces, slashes, backslashes or invisible characters
+// between the opener and the name ("</ untrusted-data", "<\/untrusted-data"),
+// invisible characters or a space, "-" or "_" inside the name, a
+// full-width or angle-bracket opener (＜, ‹, 〈) and the entity "&lt;". The
+// comparison walks js itself: a lowered copy is not usable because
+// lowering changes the byte length of some runes (KELVIN SIGN → "k"), which
+// would misalign indexes and let a tag through.
 func escapeFenceTags(js []byte) []byte {
-	if bytes.IndexByte(js, '<') < 0 {
+	if bytes.IndexByte(js, '<') < 0 && bytes.IndexByte(js, '&') < 0 && isASCIIBytes(js) {
 		return js
 	}
 	var out bytes.Buffer
-	for i := 0; i < len(js); i++ {
-		if js[i] == '<' {
-			rest := js[i+1:]
-			if hasPrefixFold(rest, "untrusted-data") || hasPrefixFold(rest, "/untrusted-data") {
-				out.WriteString(`\u003c`)
-				continue
+	for i := 0; i < len(js); {
+		r, size := utf8.DecodeRune(js[i:])
+		opener := false
+		for _, o := range fenceOpeners {
+			if r == o {
+				opener = true
+				break
 			}
 		}
-		out.WriteByte(js[i])
+		if opener && looksLikeFenceName(js[i+size:]) {
+			fmt.Fprintf(&out, `\u%04x`, r)
+			i += size
+			continue
+		}
+		if r == '&' && bytes.HasPrefix(bytes.ToLower(js[i+1:min(len(js), i+4)]), []byte("lt;")) && looksLikeFenceName(js[i+4:]) {
+			out.WriteString(`\u0026`)
+			i++
+			continue
+		}
+		out.Write(js[i : i+size])
+		i += size
 	}
 	return out.Bytes()
 }
 
-// hasPrefixFold reports whether b starts with prefix under Unicode simple
-// case folding, rune by rune.
-func hasPrefixFold(b []byte, prefix string) bool {
-	for _, want := range prefix {
+func isASCIIBytes(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// fenceName is the tag name, compared letter by letter.
+const fenceName = "untrusteddata"
+
+// looksLikeFenceName reports whether b, the JSON text right after an
+// opener, reads as "untrusted-data" to a model: after any spaces, slashes,
+// backslashes, JSON escapes of them and invisible characters, the letters
+// of the name in any case, with separators and invisible characters
+// allowed between them.
+func looksLikeFenceName(b []byte) bool {
+	// Before the name: whitespace, '/', '\' (raw or JSON-escaped), and
+	// invisible runes.
+	for len(b) > 0 {
+		if n := skippable(b, true); n > 0 {
+			b = b[n:]
+			continue
+		}
+		break
+	}
+	for i, want := range fenceName {
+		if i > 0 {
+			for len(b) > 0 {
+				if n := skippable(b, false); n > 0 {
+					b = b[n:]
+					continue
+				}
+				break
+			}
+		}
 		if len(b) == 0 {
+			// A cut-off prefix of the name is harmless only if nothing
+			// follows; treat the end of the string as no tag.
 			return false
 		}
 		r, size := utf8.DecodeRune(b)
@@ -372,6 +429,40 @@ func hasPrefixFold(b []byte, prefix string) bool {
 		b = b[size:]
 	}
 	return true
+}
+
+// skippable returns the length of a separator at the start of b that a
+// model would read past: JSON escapes (\n, \t, \/, \\, \uXXXX of such a
+// rune), whitespace, invisible runes, and before the name also '/' and '\';
+// inside the name '-', '_', '.' and spaces.
+func skippable(b []byte, beforeName bool) int {
+	if b[0] == '\\' && len(b) >= 2 {
+		switch b[1] {
+		case 'n', 't', 'r', 'b', 'f', '/':
+			return 2
+		case '\\':
+			if beforeName {
+				return 2
+			}
+		case 'u':
+			if len(b) >= 6 {
+				u, err := strconv.ParseUint(string(b[2:6]), 16, 32)
+				if v := rune(u); err == nil && (dropRune(v) || unicode.IsSpace(v) || v == '/' || v == '\\' || v == '-' || v == '_') {
+					return 6
+				}
+			}
+		}
+	}
+	r, size := utf8.DecodeRune(b)
+	switch {
+	case unicode.IsSpace(r), dropRune(r):
+		return size
+	case beforeName && (r == '/' || r == '\\' || r == '\u2215' || r == '\uff0f' || r == '\u2044'):
+		return size
+	case !beforeName && (r == '-' || r == '_' || r == '.' || r == '\u2010' || r == '\u2011' || r == '\u2012' || r == '\u2013' || r == '\u2014' || r == '\u2212' || r == '\uff0d'):
+		return size
+	}
+	return 0
 }
 
 // shorten cuts every JSON string in raw whose content exceeds limit bytes
@@ -401,15 +492,30 @@ func shorten(raw json.RawMessage, limit int) []byte {
 }
 
 // Sanitize removes invisible and bidirectional control characters that could
-// hide text from a human reviewing what an agent reads (Trojan Source), and
-// other C0/C1 controls except tab, newline and carriage return.
+// hide text from a human reviewing what an agent reads (Trojan Source) or
+// hide a secret from the redactor (a soft hyphen inside a token): every
+// Unicode Default_Ignorable_Code_Point, every other format character (Cf),
+// the braille blank U+2800, and C0/C1 controls except tab, newline and
+// carriage return. It never removes a newline, so line numbers are kept.
+// Ingestion runs it before secrets are learned or redacted, and shaping
+// runs it again before redacting every string of a result.
 func Sanitize(s string) string {
 	clean := true
-	for _, r := range s {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x80 {
+			if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
+				clean = false
+				break
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
 		if dropRune(r) {
 			clean = false
 			break
 		}
+		i += size - 1
 	}
 	if clean {
 		return s
@@ -422,28 +528,38 @@ func Sanitize(s string) string {
 	}, s)
 }
 
+// invisible holds the invisible code points Sanitize removes, derived from
+// the Unicode character database as Go's unicode package carries it:
+// Default_Ignorable_Code_Point is, by its definition in
+// DerivedCoreProperties.txt, Other_Default_Ignorable_Code_Point + Cf +
+// Variation_Selector minus White_Space, U+FFF9..U+FFFB, the Egyptian
+// hieroglyph format controls and Prepended_Concatenation_Mark. Those
+// exceptions are format characters too and are removed as well (none is
+// White_Space), so the union below covers the property with nothing left
+// out when the Unicode tables are updated.
+var invisible = []*unicode.RangeTable{
+	unicode.Other_Default_Ignorable_Code_Point,
+	unicode.Cf,
+	unicode.Variation_Selector,
+}
+
+// dropRune reports whether Sanitize removes r.
 func dropRune(r rune) bool {
 	switch {
 	case r == '\t' || r == '\n' || r == '\r':
 		return false
 	case r < 0x20 || (r >= 0x7f && r <= 0x9f):
-		return true
+		return true // C0 and C1 controls
+	case r < 0xa0:
+		return false
 	case r == utf8.RuneError:
 		return false
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
-		return true // bidirectional embeddings, overrides, isolates and marks
-	case r >= 0x200b && r <= 0x200d, r == 0x2060, r == 0xfeff, r == 0x180e:
-		return true // zero-width spaces and joiners, word joiner, BOM
-	case r >= 0xe0000 && r <= 0xe007f:
-		return true // tag characters (invisible ASCII smuggling)
-	case r >= 0xfe00 && r <= 0xfe0f, r >= 0xe0100 && r <= 0xe01ef:
-		return true // variation selectors: invisible, and used to smuggle bytes
+	case r == 0x2800:
+		return true // braille pattern blank: renders as nothing, not White_Space
 	case r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0:
-		return true // Hangul fillers that render as nothing
-	case unicode.Is(unicode.Cf, r) && r != 0x00ad:
-		return true // other invisible format characters
+		return true // Hangul fillers (also Other_Default_Ignorable)
 	}
-	return false
+	return unicode.IsOneOf(invisible, r)
 }
 
 func newNonce() string {

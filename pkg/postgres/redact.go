@@ -1,0 +1,180 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codelotse/codelotse/pkg/codeindex"
+)
+
+// TenantIDs lists every tenant, for maintenance commands run on the
+// administrative connection (which sees all tenants).
+func (db *DB) TenantIDs(ctx context.Context) ([]string, error) {
+	rows, err := db.Pool.Query(ctx, "SELECT id::text FROM tenants ORDER BY slug")
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// StoredTable is a table whose text columns hold agent-readable text that
+// `cltctl redact` rewrites. Columns are text; Globs, when set, is a text[]
+// column rewritten element by element.
+type StoredTable struct {
+	Name    string
+	Columns []string
+	Globs   string
+}
+
+// StoredTables are the tables with agent-readable text besides the code
+// index (code_files and code_chunks, rewritten per file). Repository full
+// names are identifiers constrained to OWNER/NAME and are not rewritten.
+var StoredTables = []StoredTable{
+	{Name: "repositories", Columns: []string{"default_branch", "url"}},
+	{Name: "pull_requests", Columns: []string{"title", "author", "base_ref", "head_ref", "url"}},
+	{Name: "reviews", Columns: []string{"external_id", "summary", "author"}},
+	{Name: "findings", Columns: []string{"rule_key", "path", "title", "body", "suggestion", "source"}},
+	{Name: "rules", Columns: []string{"title", "instructions"}, Globs: "path_globs"},
+}
+
+// StoredRow is one row's agent-readable text.
+type StoredRow struct {
+	ID    int64
+	Texts []string
+	Globs []string
+}
+
+// StoredRows reads up to limit rows of t after id afterID, in id order.
+func StoredRows(ctx context.Context, tx pgx.Tx, tenantID string, t StoredTable, afterID int64, limit int) ([]StoredRow, error) {
+	cols := strings.Join(t.Columns, ", ")
+	globs := "ARRAY[]::text[]"
+	if t.Globs != "" {
+		globs = t.Globs
+	}
+	// Table and column names come from StoredTables, never from input.
+	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT id, %s, %s FROM %s WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`, globs, cols, t.Name),
+		tenantID, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", t.Name, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StoredRow, error) {
+		row := StoredRow{Texts: make([]string, len(t.Columns))}
+		dest := []any{&row.ID, &row.Globs}
+		for i := range row.Texts {
+			dest = append(dest, &row.Texts[i])
+		}
+		return row, r.Scan(dest...)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", t.Name, err)
+	}
+	return out, nil
+}
+
+// UpdateStoredRow writes a row's rewritten text.
+func UpdateStoredRow(ctx context.Context, tx pgx.Tx, tenantID string, t StoredTable, row StoredRow) error {
+	sets := make([]string, 0, len(t.Columns)+1)
+	args := []any{tenantID, row.ID}
+	for i, c := range t.Columns {
+		args = append(args, row.Texts[i])
+		sets = append(sets, fmt.Sprintf("%s = $%d", c, len(args)))
+	}
+	if t.Globs != "" {
+		args = append(args, row.Globs)
+		sets = append(sets, fmt.Sprintf("%s = $%d", t.Globs, len(args)))
+	}
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s SET %s WHERE tenant_id = $1 AND id = $2`, t.Name, strings.Join(sets, ", ")), args...); err != nil {
+		return fmt.Errorf("update %s %d: %w", t.Name, row.ID, err)
+	}
+	return nil
+}
+
+// StoredFile is one indexed file's path and whole content, rebuilt from
+// its chunks.
+type StoredFile struct {
+	ID           int64
+	RepositoryID int64
+	Commit       string
+	Path         string
+	Lines        []string
+}
+
+// StoredFiles reads up to limit indexed files (not skipped ones' content,
+// which is not stored) after id afterID, each with its lines rebuilt from
+// its chunks.
+func StoredFiles(ctx context.Context, tx pgx.Tx, tenantID string, afterID int64, limit int) ([]StoredFile, error) {
+	rows, err := tx.Query(ctx, `SELECT f.id, f.repository_id, f.commit_sha, f.path, f.line_count,
+			coalesce(array_agg(c.start_line ORDER BY c.start_line) FILTER (WHERE c.id IS NOT NULL), '{}'),
+			coalesce(array_agg(c.content ORDER BY c.start_line) FILTER (WHERE c.id IS NOT NULL), '{}')
+		FROM (SELECT * FROM code_files WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3) f
+		LEFT JOIN code_chunks c ON c.tenant_id = f.tenant_id AND c.file_id = f.id
+		GROUP BY f.id, f.repository_id, f.commit_sha, f.path, f.line_count
+		ORDER BY f.id`, tenantID, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read code_files: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StoredFile, error) {
+		var f StoredFile
+		var lineCount int
+		var starts []int32
+		var contents []string
+		if err := r.Scan(&f.ID, &f.RepositoryID, &f.Commit, &f.Path, &lineCount, &starts, &contents); err != nil {
+			return f, err
+		}
+		lines := make([]string, 0, lineCount)
+		for i, content := range contents {
+			for k, l := range strings.Split(content, "\n") {
+				if int(starts[i])+k == len(lines)+1 {
+					lines = append(lines, l)
+				}
+			}
+		}
+		if len(contents) > 0 {
+			f.Lines = lines
+		}
+		return f, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read code_files: %w", err)
+	}
+	return out, nil
+}
+
+// ReplaceStoredFile rewrites an indexed file's path and rebuilds its chunks
+// from lines (the same chunking as ReplaceIndex, so a secret that spanned a
+// chunk boundary was seen whole by the caller and chunks stay consistent
+// with the file).
+func ReplaceStoredFile(ctx context.Context, tx pgx.Tx, tenantID string, f StoredFile) error {
+	if _, err := tx.Exec(ctx, `UPDATE code_files SET path = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, f.ID, f.Path); err != nil {
+		return fmt.Errorf("update code_files %d: %w", f.ID, err)
+	}
+	if f.Lines == nil {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM code_chunks WHERE tenant_id = $1 AND file_id = $2`, tenantID, f.ID); err != nil {
+		return fmt.Errorf("delete code_chunks of %d: %w", f.ID, err)
+	}
+	chunks := codeindex.Chunks(f.Lines)
+	starts, ends, contents := make([]int32, len(chunks)), make([]int32, len(chunks)), make([]string, len(chunks))
+	for i, c := range chunks {
+		starts[i], ends[i], contents[i] = int32(c.StartLine), int32(c.EndLine), c.Content
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
+		SELECT $1, $2, $3, u.s, u.e, u.c FROM unnest($4::int[], $5::int[], $6::text[]) WITH ORDINALITY AS u(s, e, c, n) ORDER BY u.n`,
+		tenantID, f.RepositoryID, f.ID, starts, ends, contents); err != nil {
+		return fmt.Errorf("insert code_chunks of %d: %w", f.ID, err)
+	}
+	return nil
+}
+
+// StoredPathTaken reports whether another file of the same repository and
+// commit already has path.
+func StoredPathTaken(ctx context.Context, tx pgx.Tx, tenantID string, f StoredFile) (bool, error) {
+	var taken bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM code_files WHERE tenant_id = $1 AND repository_id = $2 AND commit_sha = $3 AND path = $4 AND id <> $5)`,
+		tenantID, f.RepositoryID, f.Commit, f.Path, f.ID).Scan(&taken)
+	return taken, err
+}
