@@ -59,6 +59,10 @@ func stoppableWorker(s *stack, logs *syncBuffer, extra ...string) (stop func()) 
 // returns the tenant's admin page.
 func adminPage(t *testing.T, s *stack, slug string) string {
 	t.Helper()
+	// break-glass needs an existing user; adding one again changes nothing.
+	if out, errOut, code := s.cltctlRun("user", "add", "--tenant", slug, "--email", "ops@codelotse.test", "--role", "admin"); code != 0 {
+		t.Fatalf("user add: %s %s", out, errOut)
+	}
 	link, err := url.Parse(strings.TrimSpace(s.cltctl("break-glass", "--tenant", slug, "--email", "ops@codelotse.test")))
 	if err != nil {
 		t.Fatal(err)

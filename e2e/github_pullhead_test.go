@@ -44,7 +44,9 @@ func TestGitHubPullRequestHead(t *testing.T) {
 	s.cltctl("repo", "grant", "--tenant", "acme", "--email", "octocat@acme.test", "--full-name", "acme-org/api")
 	cs := connect(t, s.url+"/mcp", s.token("acme", "octocat@acme.test", "t"), "")
 
-	search := func(query string, pr int) []map[string]any {
+	// try answers a search, or the in-band error of one: while the worker
+	// is still indexing, "no index of its head" is an answer to wait past.
+	try := func(query string, pr int) ([]map[string]any, string) {
 		t.Helper()
 		args := map[string]any{"query": query, "repository": "acme-org/api"}
 		if pr != 0 {
@@ -52,13 +54,26 @@ func TestGitHubPullRequestHead(t *testing.T) {
 		}
 		text, isErr := call(t, cs, "search_code", args)
 		if isErr {
-			t.Fatalf("search_code %v: %s", args, text)
+			return nil, text
 		}
 		var out []map[string]any
 		for _, m := range unfence(t, text)["matches"].([]any) {
 			out = append(out, m.(map[string]any))
 		}
+		return out, ""
+	}
+	search := func(query string, pr int) []map[string]any {
+		t.Helper()
+		out, errText := try(query, pr)
+		if errText != "" {
+			t.Fatalf("search_code %q (pull_request %d): %s", query, pr, errText)
+		}
 		return out
+	}
+	found := func(query string, pr int) int {
+		t.Helper()
+		out, _ := try(query, pr)
+		return len(out)
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
@@ -69,7 +84,7 @@ func TestGitHubPullRequestHead(t *testing.T) {
 		}
 	}
 	// The base index is built first, then the head overlay against it.
-	waitFor("the head of #7 indexed", func() bool { return len(search("BranchOnlyNeedle", 7)) == 1 })
+	waitFor("the head of #7 indexed", func() bool { return found("BranchOnlyNeedle", 7) == 1 })
 	if m := search("BranchOnlyNeedle", 7); m[0]["path"] != "cmd/main.go" || m[0]["commit"] != head1 {
 		t.Errorf("match at the head = %v", m)
 	}
@@ -116,7 +131,7 @@ func TestGitHubPullRequestHead(t *testing.T) {
 	if code, status := deliver(t, s, webhookSecret, "pull_request", "sync-1", payload); code != 202 || status != "queued" {
 		t.Fatalf("synchronize: %d %q", code, status)
 	}
-	waitFor("the new head of #7 indexed", func() bool { return len(search("SecondHeadNeedle", 7)) == 1 })
+	waitFor("the new head of #7 indexed", func() bool { return found("SecondHeadNeedle", 7) == 1 })
 	if m := search("BranchOnlyNeedle", 7); len(m) != 0 {
 		t.Errorf("the old head's line after synchronize: %v", m)
 	}
@@ -161,7 +176,7 @@ func TestGitHubPullRequestHead(t *testing.T) {
 		"repository": map[string]any{"id": 4001, "full_name": "acme-org/api", "default_branch": "main"}}); code != 202 || status != "queued" {
 		t.Fatalf("push: %d %q", code, status)
 	}
-	waitFor("the pushed line indexed on main", func() bool { return len(search("PushedNeedle", 0)) == 1 })
+	waitFor("the pushed line indexed on main", func() bool { return found("PushedNeedle", 0) == 1 })
 	if m := search("NeedleHandler", 0); len(m) != 0 {
 		t.Errorf("the replaced line is still found on main: %v", m)
 	}

@@ -54,6 +54,13 @@ func (SyncInstallationArgs) InsertOpts() river.InsertOpts {
 type SyncRepositoryArgs struct {
 	TenantID     string `json:"tenant_id"`
 	RepositoryID int64  `json:"repository_id"`
+	// AfterIndex marks the sync an index job enqueues once the base index
+	// moved, to rebuild the pull-request overlays against it. It makes the
+	// job unique apart from ordinary syncs: River may still list the sync
+	// that enqueued the index job as running (completions are recorded in
+	// batches), and a duplicate of it would be dropped, leaving the
+	// overlays unbuilt.
+	AfterIndex bool `json:"after_index,omitempty"`
 }
 
 func (SyncRepositoryArgs) Kind() string { return "github.sync_repository" }

@@ -322,7 +322,7 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	}
 	if done {
 		unlock()
-		_, err = river.ClientFromContext[pgx.Tx](ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid}, nil)
+		_, err = river.ClientFromContext[pgx.Tx](ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true}, nil)
 		return err
 	}
 	rc, err := inst.Archive(ctx, repo.FullName, head)
@@ -343,7 +343,7 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	// The base index moved: the pull-request overlays read against the
 	// old one are rebuilt by a repository sync, which needs the lock.
 	unlock()
-	_, err = river.ClientFromContext[pgx.Tx](ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid}, nil)
+	_, err = river.ClientFromContext[pgx.Tx](ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true}, nil)
 	return err
 }
 
