@@ -19,25 +19,34 @@ run: build ## find or start PostgreSQL, migrate, seed the demo, print a token an
 	./scripts/dev.sh
 
 .PHONY: test
-test: ## the whole suite: unit, PostgreSQL-backed and end-to-end tests (needs PostgreSQL, see README)
-	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -tags e2e ./e2e/...
+test: ## the whole suite with the race detector: unit, PostgreSQL-backed and end-to-end tests (needs PostgreSQL, see README)
+	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -tags e2e ./e2e/...
 
 .PHONY: unit
-unit: ## the root module's tests only (still PostgreSQL-backed where storage is involved)
-	$(GO) test ./...
+unit: ## fast loop: the root module's tests with -short (skips the slow gitleaks comparisons; still PostgreSQL-backed)
+	$(GO) test -short ./...
 
 .PHONY: e2e
 e2e: ## end-to-end tests against the built binaries
 	$(GO) test -count=1 -tags e2e -v ./e2e/...
 
 .PHONY: lint
-lint: ## gofmt, go vet and staticcheck on both modules
+lint: ## gofmt, go vet, staticcheck, go mod tidy (both modules), no binaries or files over 1 MB, gitleaks
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/...
 	$(GO) run $(STATICCHECK) ./...
 	cd e2e && $(GO) run $(STATICCHECK) -tags e2e ./...
+	@# -diff changes nothing and fails when tidy would change go.mod or go.sum.
+	GOWORK=off $(GO) mod tidy -diff
+	cd e2e && GOWORK=off $(GO) mod tidy -diff
+	scripts/check-tracked-files.sh
+	$(MAKE) --no-print-directory secrets
+
+.PHONY: vuln
+vuln: ## govulncheck on both modules (needs the vulnerability database; says so when it is unreachable)
+	scripts/vuln.sh
 
 .PHONY: secrets
 secrets: ## scan the tree with the project's gitleaks configuration
