@@ -29,6 +29,14 @@ func main() {
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	if err != nil {
+		// A usage error is the caller's mistake: say exactly what was wrong
+		// (it is not a codelotse.Error, so ErrorMessage would call it
+		// internal) and exit 2, the CLI's status for bad arguments.
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(os.Stderr, "cltctl:", ue.msg)
+			os.Exit(2)
+		}
 		fmt.Fprintln(os.Stderr, "cltctl:", codelotse.ErrorMessage(err))
 		if codelotse.ErrorCode(err) == codelotse.Internal || codelotse.ErrorCode(err) == codelotse.Unavailable {
 			if cause := errors.Unwrap(err); cause != nil {
@@ -36,10 +44,6 @@ func main() {
 			} else if _, ok := err.(*codelotse.Error); !ok {
 				fmt.Fprintln(os.Stderr, "cltctl: cause:", err)
 			}
-		}
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
 		}
 		os.Exit(1)
 	}

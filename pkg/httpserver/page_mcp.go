@@ -21,6 +21,11 @@ type tokenRow struct {
 	ExpiringSoon, Active           bool
 }
 
+// expiringSoon is how close to its expiry a token is marked "expires soon":
+// two days, time to make a new one, and never the whole life of a fresh
+// 7-day token (the old bound of 7 days marked every new default token).
+const expiringSoon = 48 * time.Hour
+
 func tokenRows(list []codelotse.Token, now time.Time) []tokenRow {
 	out := make([]tokenRow, 0, len(list))
 	for _, t := range list {
@@ -30,7 +35,7 @@ func tokenRows(list []codelotse.Token, now time.Time) []tokenRow {
 			r.LastUsed = t.LastUsedAt.UTC().Format("2006-01-02 15:04 UTC")
 		}
 		r.Active = r.State == "active"
-		r.ExpiringSoon = r.Active && t.ExpiresAt.Sub(now) < 7*24*time.Hour
+		r.ExpiringSoon = r.Active && t.ExpiresAt.Sub(now) < expiringSoon
 		out = append(out, r)
 	}
 	return out
