@@ -132,13 +132,48 @@ func TestBrowserTokenLifecycle(t *testing.T) {
 		t.Fatalf("token on the page = %q", secret)
 	}
 	text := pageText(t, ctx)
-	for _, want := range []string{"shown only once", "claude mcp add --transport http codelotse " + s.url + "/mcp", "24 hours"} {
+	for _, want := range []string{"shown only once", "claude mcp add --transport http codelotse " + s.url + "/mcp", "does not expire after 24 hours"} {
 		if !strings.Contains(text, want) && !strings.Contains(pageHTML(t, ctx), want) {
 			t.Errorf("token page lacks %q", want)
 		}
 	}
 	screenshot(t, ctx, "mcp-access-created.png")
 	checkAccessible(t, ctx, "MCP access page")
+
+	// The POST redirected (303) to the page that shows the token once.
+	if loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname + location.search`)); err != nil || !strings.HasPrefix(loc, "/t/demo/mcp?created=") {
+		t.Errorf("after creating a token the browser is at %q (%v), want the handoff page", loc, err)
+	}
+	// The VS Code file holds no token, only the prompt for it.
+	vscode, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`#snip-vscode`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(vscode, secret) || strings.Contains(vscode, "clt_") || !strings.Contains(vscode, `"promptString"`) ||
+		!strings.Contains(vscode, "${input:codelotse-token}") {
+		t.Errorf("VS Code snippet:\n%s", vscode)
+	}
+	// No snippet box cuts off its last line.
+	clipped, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".created textarea")].filter(e => e.scrollHeight > e.clientHeight + 1).map(e => e.id)`))
+	if err != nil || len(clipped) > 0 {
+		t.Errorf("snippet boxes clipped: %v (%v)", clipped, err)
+	}
+	// Reloading that page creates nothing and never shows the token again.
+	laptopTokens := func() int {
+		return strings.Count(s.cltctl("token", "list", "--tenant", "demo", "--email", "member@demo.codelotse.test"), "laptop")
+	}
+	if n := laptopTokens(); n != 1 {
+		t.Fatalf("%d tokens after one creation", n)
+	}
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#list-h`))); err != nil {
+		t.Fatal(err)
+	}
+	if n := laptopTokens(); n != 1 {
+		t.Errorf("%d tokens after reloading the created page, want 1", n)
+	}
+	if html := pageHTML(t, ctx); strings.Contains(html, secret) || !strings.Contains(html, "already shown once") {
+		t.Error("the reloaded page shows the token again, or does not say that it was shown")
+	}
 
 	// The token works with the MCP SDK client.
 	cs := connect(t, s.url+"/mcp", secret, "")

@@ -227,3 +227,38 @@ func TestMakeRunRefusesBusyPort(t *testing.T) {
 		t.Errorf("the first demo token after a second make run: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestOperatorLists: cltctl tenant list, user list and repo list show what
+// exists, with MCP state, access source and index status.
+func TestOperatorLists(t *testing.T) {
+	s := newStack(t)
+	s.cltctl("demo", "--public-url", s.url, "--source", "..")
+	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme Corp")
+	s.cltctl("repo", "add", "--tenant", "acme", "--full-name", "acme/api")
+
+	tenants := s.cltctl("tenant", "list")
+	if !regexp.MustCompile(`(?m)^demo\s+CodeLotse demo\s+on\s+2\s+1\s+1\s`).MatchString(tenants) ||
+		!regexp.MustCompile(`(?m)^acme\s+Acme Corp\s+off\s+0\s+1\s+0\s`).MatchString(tenants) {
+		t.Errorf("tenant list:\n%s", tenants)
+	}
+	users := s.cltctl("user", "list", "--tenant", "demo")
+	if !regexp.MustCompile(`(?m)^admin@demo\.codelotse\.test\s+Demo Admin\s+admin\s+local\s+local\s`).MatchString(users) ||
+		!regexp.MustCompile(`(?m)^member@demo\.codelotse\.test\s+Demo Member\s+member\s+local\s+local\s+1\s`).MatchString(users) {
+		t.Errorf("user list:\n%s", users)
+	}
+	repos := s.cltctl("repo", "list", "--tenant", "demo")
+	if !regexp.MustCompile(`(?m)^\d+\s+codelotse/codelotse\s+main\s+public\s+00791cd06726\s+\S+\s+[1-9]\d*\s+7\s+1$`).MatchString(repos) {
+		t.Errorf("repo list (demo):\n%s", repos)
+	}
+	if repos := s.cltctl("repo", "list", "--tenant", "acme"); !regexp.MustCompile(`(?m)^\d+\s+acme/api\s+main\s+public\s+not indexed\s+-\s+0\s+0\s+0$`).MatchString(repos) {
+		t.Errorf("repo list (acme):\n%s", repos)
+	}
+	for _, args := range [][]string{{"user", "list"}, {"repo", "list"}} {
+		if _, errOut, code := s.cltctlRun(args...); code != 2 || !strings.Contains(errOut, "missing required flag --tenant") {
+			t.Errorf("%v: exit %d %q", args, code, errOut)
+		}
+	}
+	if _, errOut, code := s.cltctlRun("user", "list", "--tenant", "ghost"); code == 0 || !strings.Contains(errOut, "no tenant with slug") {
+		t.Errorf("user list of an unknown tenant: exit %d %q", code, errOut)
+	}
+}

@@ -50,7 +50,7 @@ func TestRLSCatalog(t *testing.T) {
 	}
 	want := []string{"audit_events", "code_chunks", "code_files", "findings", "github_deliveries", "identity_providers", "login_states", "mcp_tokens",
 		"oidc_group_mappings", "pull_requests", "repo_memberships", "repositories", "reviews", "rules", "secret_fingerprints",
-		"tenant_memberships", "tenant_settings", "users", "web_sessions"}
+		"tenant_memberships", "tenant_settings", "token_handoffs", "users", "web_sessions"}
 	var got []string
 	for _, x := range tables {
 		got = append(got, x.name)
