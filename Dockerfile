@@ -1,6 +1,9 @@
 # Builds the three binaries into a small image. The same image runs the API
 # (default), the worker (`worker`) and the operator CLI (`cltctl ...`).
 FROM golang:1.26-bookworm AS build
+# Honour go.mod's toolchain line (the image says GOTOOLCHAIN=local): the
+# build fetches that Go release from the module proxy.
+ENV GOTOOLCHAIN=auto
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN GOWORK=off go mod download

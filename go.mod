@@ -2,6 +2,8 @@ module github.com/codelotse/codelotse
 
 go 1.26.8
 
+toolchain go1.27.3
+
 require (
 	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/google/go-github/v62 v62.0.0
