@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -260,5 +261,57 @@ func TestOperatorLists(t *testing.T) {
 	}
 	if _, errOut, code := s.cltctlRun("user", "list", "--tenant", "ghost"); code == 0 || !strings.Contains(errOut, "no tenant with slug") {
 		t.Errorf("user list of an unknown tenant: exit %d %q", code, errOut)
+	}
+}
+
+// TestAccessChangesAudited: every operator change of who can see what
+// leaves an audit event with its target (written in the change's own
+// transaction by the store), and a refused change leaves none.
+func TestAccessChangesAudited(t *testing.T) {
+	s := newStack(t)
+	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled")
+	steps := []struct {
+		args           []string
+		action, target string
+	}{
+		{[]string{"user", "add", "--tenant", "acme", "--email", "boss@acme.test", "--role", "admin"}, "user.added", "boss@acme.test"},
+		{[]string{"user", "add", "--tenant", "acme", "--email", "dev@acme.test"}, "user.added", "dev@acme.test"},
+		{[]string{"repo", "add", "--tenant", "acme", "--full-name", "acme/api", "--private"}, "repository.added", "acme/api"},
+		{[]string{"repo", "grant", "--tenant", "acme", "--email", "dev@acme.test", "--full-name", "acme/api"}, "repository.granted", "acme/api"},
+		{[]string{"membership", "refresh", "--tenant", "acme", "--email", "dev@acme.test", "--role", "admin"}, "membership.set", "dev@acme.test"},
+		{[]string{"membership", "expire", "--tenant", "acme", "--email", "dev@acme.test"}, "membership.expired", ""},
+		{[]string{"idp", "add", "--tenant", "acme", "--issuer", "https://idp.acme.test", "--client-id", "c", "--client-secret", "s"}, "idp.saved", "https://idp.acme.test"},
+		{[]string{"idp", "map", "--tenant", "acme", "--group", "eng", "--role", "member", "--repo", "acme/api"}, "idp.mapping_added", "eng"},
+		{[]string{"idp", "unmap", "--tenant", "acme", "--group", "eng"}, "idp.mapping_removed", "eng"},
+		{[]string{"idp", "disable", "--tenant", "acme"}, "", ""},
+		{[]string{"user", "delete", "--tenant", "acme", "--email", "dev@acme.test"}, "user.deleted", "dev@acme.test"},
+		{[]string{"break-glass", "--tenant", "acme", "--email", "ops@acme.test"}, "break_glass.issued", "ops@acme.test"},
+	}
+	last := func() (int64, string, string) {
+		var id int64
+		var action, target string
+		_ = s.db.Admin.Pool.QueryRow(context.Background(), `SELECT id, action, target FROM audit_events
+			WHERE tenant_id = (SELECT id FROM tenants WHERE slug = 'acme') ORDER BY id DESC LIMIT 1`).Scan(&id, &action, &target)
+		return id, action, target
+	}
+	for _, st := range steps {
+		before, _, _ := last()
+		s.cltctl(st.args...)
+		id, action, target := last()
+		if id == before {
+			t.Errorf("cltctl %v wrote no audit event", st.args)
+			continue
+		}
+		if st.action != "" && (action != st.action || (st.target != "" && target != st.target)) {
+			t.Errorf("cltctl %v: last audit event %s %q, want %s %q", st.args, action, target, st.action, st.target)
+		}
+	}
+	// A refused grant changes nothing and audits nothing.
+	before, _, _ := last()
+	if _, _, code := s.cltctlRun("repo", "grant", "--tenant", "acme", "--email", "boss@acme.test", "--full-name", "acme/ghost"); code == 0 {
+		t.Error("granting an unknown repository succeeded")
+	}
+	if id, _, _ := last(); id != before {
+		t.Error("a refused grant wrote an audit event")
 	}
 }

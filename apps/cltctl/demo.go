@@ -73,10 +73,10 @@ func cmdDemo(e *env, args []string) error {
 		if _, err := postgres.SetMCPEnabled(e.ctx, tx, tid, true, operator); err != nil {
 			return err
 		}
-		if _, err := postgres.UpsertLocalUser(e.ctx, tx, tid, demoAdmin, "Demo Admin", codelotse.RoleAdmin, e.now); err != nil {
+		if _, err := postgres.AddLocalMember(e.ctx, tx, tid, demoAdmin, "Demo Admin", codelotse.RoleAdmin, e.now, operator); err != nil {
 			return err
 		}
-		member, err := postgres.UpsertLocalUser(e.ctx, tx, tid, demoMember, "Demo Member", codelotse.RoleMember, e.now)
+		member, err := postgres.AddLocalMember(e.ctx, tx, tid, demoMember, "Demo Member", codelotse.RoleMember, e.now, operator)
 		if err != nil {
 			return err
 		}
@@ -84,7 +84,7 @@ func cmdDemo(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := postgres.GrantRepository(e.ctx, tx, tid, member.ID, repo.ID); err != nil {
+		if err := postgres.GrantRepositoryAudited(e.ctx, tx, tid, member, repo, operator); err != nil {
 			return err
 		}
 		for _, r := range demoRules {
