@@ -40,7 +40,7 @@ e2e: ## end-to-end tests against the built binaries
 	$(GO) test -count=1 -tags e2e -v ./e2e/...
 
 .PHONY: lint
-lint: ## gofmt, go vet, staticcheck, go mod tidy (both modules), no binaries or files over 1 MB, gitleaks
+lint: ## gofmt, go vet, staticcheck, go mod tidy (every module), deploy/ manifests, no binaries or files over 1 MB, gitleaks
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/...
@@ -49,8 +49,15 @@ lint: ## gofmt, go vet, staticcheck, go mod tidy (both modules), no binaries or 
 	@# -diff changes nothing and fails when tidy would change go.mod or go.sum.
 	GOWORK=off $(GO) mod tidy -diff
 	cd e2e && GOWORK=off $(GO) mod tidy -diff
+	cd deploy/kubecheck && GOWORK=off $(GO) mod tidy -diff
+	@# deploy/: Kubernetes manifests decoded strictly into k8s.io/api types, and docker-compose.yml's promises (offline; see docs/operations.md).
+	cd deploy/kubecheck && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./... && GOWORK=off $(GO) run . ../kubernetes/*.yaml ../secret.example.yaml
 	scripts/check-tracked-files.sh
 	$(MAKE) --no-print-directory secrets
+
+.PHONY: kubeconform
+kubeconform: ## kubeconform -strict on deploy/ (needs network: it downloads its JSON schemas from GitHub)
+	GOWORK=off $(GO) run github.com/yannh/kubeconform/cmd/kubeconform@v0.8.0 -strict -summary deploy/kubernetes/*.yaml deploy/secret.example.yaml
 
 .PHONY: vuln
 vuln: ## govulncheck on both modules (needs the vulnerability database; says so when it is unreachable)

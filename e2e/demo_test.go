@@ -259,6 +259,13 @@ func TestOperatorLists(t *testing.T) {
 			t.Errorf("%v: exit %d %q", args, code, errOut)
 		}
 	}
+	// The container health check.
+	if out := s.cltctl("health", "--url", s.url+"/readyz"); !strings.Contains(out, "ready") {
+		t.Errorf("cltctl health: %q", out)
+	}
+	if _, _, code := s.cltctlRun("health", "--url", s.url+"/nope"); code != 1 {
+		t.Errorf("cltctl health of a 404: exit %d, want 1", code)
+	}
 	if _, errOut, code := s.cltctlRun("user", "list", "--tenant", "ghost"); code == 0 || !strings.Contains(errOut, "no tenant with slug") {
 		t.Errorf("user list of an unknown tenant: exit %d %q", code, errOut)
 	}

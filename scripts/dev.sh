@@ -78,9 +78,14 @@ if [ -z "${DATABASE_URL:-}" ]; then
     start_local_cluster "$bin"
   elif command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
     echo "make run: starting PostgreSQL with docker compose"
-    docker compose up -d db
+    # docker-compose.yml requires these; the database keeps the password it
+    # was first created with, so the same one is used here every time (and
+    # the URL below matches it).
+    export POSTGRES_PASSWORD="${POSTGRES_PASSWORD:-codelotse-dev}"
+    export APP_DATABASE_PASSWORD="${APP_DATABASE_PASSWORD:-codelotse-dev-runtime}"
+    docker compose -f docker-compose.yml -f docker-compose.dev.yml up -d db
     for _ in $(seq 1 60); do port_open 127.0.0.1 5432 && break; sleep 1; done
-    export DATABASE_URL="postgres://postgres:postgres@127.0.0.1:5432/$DB_NAME?sslmode=disable"
+    export DATABASE_URL="postgres://postgres:$POSTGRES_PASSWORD@127.0.0.1:5432/$DB_NAME?sslmode=disable"
   else
     echo "make run: no PostgreSQL found. Set DATABASE_URL, install PostgreSQL 15+ (apt-get install postgresql), or install Docker." >&2
     exit 1

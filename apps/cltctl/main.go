@@ -92,6 +92,7 @@ var commands = map[string]command{
 	"idp map":            {"map an IdP group to a role (and repository)", cmdIdPMap},
 	"idp unmap":          {"remove group mappings", cmdIdPUnmap},
 	"github sync":        {"enqueue a GitHub sync of a tenant (or one repository); --wait waits for it", cmdGitHubSync},
+	"health":             {"ask an API's /readyz; exit 0 when ready (the container health check)", cmdHealth},
 	"break-glass":        {"print a single-use, 15-minute break-glass sign-in link", cmdBreakGlass},
 	"membership refresh": {"refresh a user's cached membership now (24 hours)", cmdMembershipRefresh},
 	"membership expire":  {"expire a user's cached membership (tokens answer 401)", cmdMembershipExpire},
