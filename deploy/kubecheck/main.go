@@ -182,4 +182,3 @@ func checkPod(what string, spec corev1.PodSpec) error {
 	}
 	return nil
 }
-
