@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,13 +133,48 @@ func TestBrowserTokenLifecycle(t *testing.T) {
 		t.Fatalf("token on the page = %q", secret)
 	}
 	text := pageText(t, ctx)
-	for _, want := range []string{"shown only once", "claude mcp add --transport http codelotse " + s.url + "/mcp", "24 hours"} {
+	for _, want := range []string{"shown only once", "claude mcp add --transport http codelotse " + s.url + "/mcp", "does not expire after 24 hours"} {
 		if !strings.Contains(text, want) && !strings.Contains(pageHTML(t, ctx), want) {
 			t.Errorf("token page lacks %q", want)
 		}
 	}
 	screenshot(t, ctx, "mcp-access-created.png")
 	checkAccessible(t, ctx, "MCP access page")
+
+	// The POST redirected (303) to the page that shows the token once.
+	if loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname + location.search`)); err != nil || !strings.HasPrefix(loc, "/t/demo/mcp?created=") {
+		t.Errorf("after creating a token the browser is at %q (%v), want the handoff page", loc, err)
+	}
+	// The VS Code file holds no token, only the prompt for it.
+	vscode, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`#snip-vscode`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(vscode, secret) || strings.Contains(vscode, "clt_") || !strings.Contains(vscode, `"promptString"`) ||
+		!strings.Contains(vscode, "${input:codelotse-token}") {
+		t.Errorf("VS Code snippet:\n%s", vscode)
+	}
+	// No snippet box cuts off its last line.
+	clipped, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".created textarea")].filter(e => e.scrollHeight > e.clientHeight + 1).map(e => e.id)`))
+	if err != nil || len(clipped) > 0 {
+		t.Errorf("snippet boxes clipped: %v (%v)", clipped, err)
+	}
+	// Reloading that page creates nothing and never shows the token again.
+	laptopTokens := func() int {
+		return strings.Count(s.cltctl("token", "list", "--tenant", "demo", "--email", "member@demo.codelotse.test"), "laptop")
+	}
+	if n := laptopTokens(); n != 1 {
+		t.Fatalf("%d tokens after one creation", n)
+	}
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#list-h`))); err != nil {
+		t.Fatal(err)
+	}
+	if n := laptopTokens(); n != 1 {
+		t.Errorf("%d tokens after reloading the created page, want 1", n)
+	}
+	if html := pageHTML(t, ctx); strings.Contains(html, secret) || !strings.Contains(html, "already shown once") {
+		t.Error("the reloaded page shows the token again, or does not say that it was shown")
+	}
 
 	// The token works with the MCP SDK client.
 	cs := connect(t, s.url+"/mcp", secret, "")
@@ -203,10 +239,47 @@ func TestBrowserTokenLifecycle(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form[action="/t/demo/admin/mcp"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.flash`))); err != nil {
 		t.Fatal(err)
 	}
-	if text := pageText(t, ctx2); !strings.Contains(text, "MCP is off") || !strings.Contains(text, "mcp.switched") {
+	if text := pageText(t, ctx2); !strings.Contains(text, "MCP is off") || !strings.Contains(text, "mcp.switched") || !strings.Contains(text, "break_glass.signed_in") {
 		t.Errorf("admin page after switching MCP off:\n%s", text)
 	}
+	// At 1280 px the audit table fits: nothing sticks out of the page and no
+	// cell is cut off (long details wrap).
+	if err := chromedp.Do(ctx2, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(s.url+"/t/demo/admin"), chromedp.WaitVisible(chromedp.CSS(`table.audit`))); err != nil {
+		t.Fatal(err)
+	}
+	overflow, err := chromedp.Run(ctx2, chromedp.Evaluate[[]string](`(() => {
+		const out = [], page = document.documentElement.clientWidth;
+		const tbl = document.querySelector("table.audit");
+		if (tbl.getBoundingClientRect().right > page) out.push("table right edge " + tbl.getBoundingClientRect().right + " > " + page);
+		if (document.documentElement.scrollWidth > page) out.push("page scrolls sideways: " + document.documentElement.scrollWidth);
+		for (const td of tbl.querySelectorAll("td")) if (td.scrollWidth > td.clientWidth + 1) out.push("cell cut: " + td.textContent.slice(0, 40));
+		return out;
+	})()`))
+	if err != nil || len(overflow) > 0 {
+		t.Errorf("audit table at 1280 px: %v %v", overflow, err)
+	}
+	if text := pageText(t, ctx2); !strings.Contains(text, "member@demo.codelotse.test") || !strings.Contains(text, "local (set by an operator, no expiry)") {
+		t.Errorf("members view:\n%s", text)
+	}
 	screenshot(t, ctx2, "admin.png")
+	// The audit log filters by action and by actor.
+	if err := chromedp.Do(ctx2, chromedp.Navigate(s.url+"/t/demo/admin?action=mcp.switched"), chromedp.WaitVisible(chromedp.CSS(`#audit-h`))); err != nil {
+		t.Fatal(err)
+	}
+	actions, err := chromedp.Run(ctx2, chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.audit tbody tr")].map(r => r.cells[2].textContent)`))
+	if err != nil || len(actions) == 0 || slices.ContainsFunc(actions, func(a string) bool { return a != "mcp.switched" }) {
+		t.Errorf("audit filtered by action: %v %v", actions, err)
+	}
+	if err := chromedp.Do(ctx2, chromedp.Navigate(s.url+"/t/demo/admin?actor=cltctl"), chromedp.WaitVisible(chromedp.CSS(`#audit-h`))); err != nil {
+		t.Fatal(err)
+	}
+	actors, err := chromedp.Run(ctx2, chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.audit tbody tr")].map(r => r.cells[1].textContent)`))
+	if err != nil || len(actors) == 0 || slices.ContainsFunc(actors, func(a string) bool { return a != "cltctl" }) {
+		t.Errorf("audit filtered by actor: %v %v", actors, err)
+	}
+	if err := chromedp.Do(ctx2, chromedp.Navigate(s.url+"/t/demo/admin"), chromedp.WaitVisible(chromedp.CSS(`#audit-h`))); err != nil {
+		t.Fatal(err)
+	}
 	if html := pageHTML(t, ctx2); strings.Contains(html, secret) || strings.Contains(html, fresh) {
 		t.Error("a token secret appears on the admin page")
 	}

@@ -2,6 +2,8 @@ module github.com/codelotse/codelotse/e2e
 
 go 1.26.8
 
+toolchain go1.26.10
+
 require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/codelotse/codelotse v0.0.0

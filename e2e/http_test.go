@@ -71,31 +71,40 @@ func TestBearerEdge(t *testing.T) {
 	s.cltctl("user", "delete", "--tenant", "acme", "--email", "gone@acme.test")
 	s.exec(`UPDATE mcp_tokens SET created_at = now() - interval '3 days', expires_at = now() - interval '1 second'
 		WHERE user_id = (SELECT id FROM users WHERE email = 'expired@acme.test')`)
-	s.exec(`UPDATE tenant_memberships SET refreshed_at = now() - interval '24 hours 1 minute'
+	// A GitHub-cached membership past 24 hours is stale; a local one (cltctl
+	// user add) of the same age is not, since no sign-in could refresh it.
+	s.exec(`UPDATE tenant_memberships SET source = 'github', refreshed_at = now() - interval '24 hours 1 minute'
 		WHERE user_id = (SELECT id FROM users WHERE email = 'stale@acme.test')`)
+	s.exec(`UPDATE tenant_memberships SET refreshed_at = now() - interval '8 days'
+		WHERE user_id = (SELECT id FROM users WHERE email = 'dev@acme.test')`)
 
 	// The root /mcp has no authorization server (issue 12: OAuth is per
 	// tenant at /t/{slug}/mcp), so its 401 names no resource metadata.
-	challenge := `Bearer realm="codelotse", error="invalid_token"`
-	refresh := `Bearer realm="codelotse", error="invalid_token", error_description="sign in to CodeLotse to refresh access"`
+	challenge := func(description string) string {
+		return `Bearer realm="codelotse", error="invalid_token", error_description="` + description + `"`
+	}
+	missing := challenge("send the header Authorization: Bearer clt_... with a token from the MCP access page")
+	malformed := challenge("the Authorization header must be Bearer followed by one space and the whole clt_ token")
+	unknown := challenge("token not recognised: copy the whole token again, or create a new one on the MCP access page")
+	refresh := challenge("sign in to CodeLotse to refresh access")
 
 	for _, tc := range []struct {
 		name    string
 		headers map[string]string
 		www     string
 	}{
-		{"missing", nil, challenge},
-		{"other scheme", map[string]string{"Authorization": "Basic " + valid}, challenge},
-		{"malformed", map[string]string{"Authorization": "Bearer not-a-token"}, challenge},
-		{"two spaces", map[string]string{"Authorization": "Bearer  " + valid}, challenge},
-		{"truncated", map[string]string{"Authorization": "Bearer " + valid[:len(valid)-1]}, challenge},
-		{"unknown", map[string]string{"Authorization": "Bearer clt_" + strings.Repeat("A", 43)}, challenge},
-		{"cookie only", map[string]string{"Cookie": "session=" + valid}, challenge},
-		{"revoked", map[string]string{"Authorization": "Bearer " + revoked}, challenge},
-		{"expired", map[string]string{"Authorization": "Bearer " + expired}, challenge},
-		{"user deleted", map[string]string{"Authorization": "Bearer " + gone}, challenge},
-		{"MCP switched off", map[string]string{"Authorization": "Bearer " + quiet}, challenge},
-		{"stale membership", map[string]string{"Authorization": "Bearer " + stale}, refresh},
+		{"missing", nil, missing},
+		{"other scheme", map[string]string{"Authorization": "Basic " + valid}, malformed},
+		{"malformed", map[string]string{"Authorization": "Bearer not-a-token"}, malformed},
+		{"two spaces", map[string]string{"Authorization": "Bearer  " + valid}, malformed},
+		{"truncated", map[string]string{"Authorization": "Bearer " + valid[:len(valid)-1]}, malformed},
+		{"unknown", map[string]string{"Authorization": "Bearer clt_" + strings.Repeat("A", 43)}, unknown},
+		{"cookie only", map[string]string{"Cookie": "session=" + valid}, missing},
+		{"revoked", map[string]string{"Authorization": "Bearer " + revoked}, challenge("this token was revoked: create a new one on the MCP access page")},
+		{"expired", map[string]string{"Authorization": "Bearer " + expired}, challenge("this token has expired: create a new one on the MCP access page")},
+		{"user deleted", map[string]string{"Authorization": "Bearer " + gone}, challenge("the account of this token no longer belongs to the organisation")},
+		{"MCP switched off", map[string]string{"Authorization": "Bearer " + quiet}, challenge("MCP access is switched off for this organisation: ask a tenant admin to switch it on")},
+		{"stale GitHub membership", map[string]string{"Authorization": "Bearer " + stale}, refresh},
 	} {
 		t.Run("401 "+tc.name, func(t *testing.T) {
 			resp, body := post(t, s, listCall, with(tc.headers, "Mcp-Protocol-Version", "2025-06-18"))
@@ -126,6 +135,11 @@ func TestBearerEdge(t *testing.T) {
 		resp, body := post(t, s, listCall, auth)
 		if resp.StatusCode != 200 || !strings.Contains(body, "untrusted-data") {
 			t.Fatalf("status %d body %s", resp.StatusCode, body)
+		}
+		// dev@acme.test was added by cltctl eight days ago: local access,
+		// not a GitHub cache, and no 24-hour expiry is claimed.
+		if !strings.Contains(body, `\"source\":\"local\"`) || strings.Contains(body, "github") || strings.Contains(body, "expires_at") {
+			t.Errorf("access of a local member: %s", body)
 		}
 		if resp.Header.Get("Mcp-Session-Id") != "" {
 			t.Error("stateless endpoint issued a session id")

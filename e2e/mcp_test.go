@@ -124,7 +124,8 @@ func TestMCPTwoTenants(t *testing.T) {
 			if got := repoNames(t, doc); !slices.Equal(got, []string{"acme/api"}) {
 				t.Errorf("acme member sees %v, want [acme/api]", got)
 			}
-			if src := doc["access"].(map[string]any)["source"]; src != "github" {
+			// Added by cltctl: local access, not a GitHub cache (issue 14).
+			if src := doc["access"].(map[string]any)["source"]; src != "local" {
 				t.Errorf("access source = %v", src)
 			}
 

@@ -180,3 +180,18 @@ $$;
 ALTER FUNCTION purge_expired_login_states() OWNER TO {{auth}};
 REVOKE ALL ON FUNCTION purge_expired_login_states() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION purge_expired_login_states() TO {{app}};
+
+-- Purpose operator.list (issue 14): `cltctl tenant list` shows every
+-- tenant. Returns only tenant ids; the CLI reads each tenant's details in
+-- that tenant's own transaction. Administrative only: not granted to the
+-- runtime role.
+GRANT SELECT (id, created_at) ON tenants TO {{auth}};
+CREATE OR REPLACE FUNCTION tenant_ids_for_operator()
+RETURNS SETOF uuid
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public, pg_temp
+AS $$
+    SELECT id FROM public.tenants ORDER BY created_at, id
+$$;
+ALTER FUNCTION tenant_ids_for_operator() OWNER TO {{auth}};
+REVOKE ALL ON FUNCTION tenant_ids_for_operator() FROM PUBLIC;

@@ -13,6 +13,30 @@ DB_NAME="${DB_NAME:-codelotse}"
 
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
+# Before touching anything (the database, the demo token): is the API's
+# address already taken, by a first `make run` or anything else? Then stop
+# here, so the demo token that the running server accepts stays valid.
+listen="${LISTEN_ADDR:-}"
+if [ -z "$listen" ]; then
+  hostport="${PUBLIC_URL#*://}"; hostport="${hostport%%/*}"
+  case "$PUBLIC_URL" in https://*) default_port=443 ;; *) default_port=80 ;; esac
+  case "$hostport" in
+    \[*\]:*) listen="$hostport" ;;
+    \[*\]) listen="$hostport:$default_port" ;;
+    *:*) listen="$hostport" ;;
+    *) listen="$hostport:$default_port" ;;
+  esac
+fi
+listen_host="${listen%:*}"; listen_port="${listen##*:}"
+listen_host="${listen_host#[}"; listen_host="${listen_host%]}"
+[ -z "$listen_host" ] && listen_host=127.0.0.1
+if port_open "$listen_host" "$listen_port"; then
+  echo "make run: $listen_host:$listen_port is already in use (is another \`make run\` serving?)." >&2
+  echo "  Nothing was changed: the running demo and its token keep working." >&2
+  echo "  To run a second copy, pick another address: PUBLIC_URL=http://127.0.0.1:8081 make run" >&2
+  exit 1
+fi
+
 pg_bin() {
   local d
   for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r) /usr/local/pgsql/bin; do
@@ -54,9 +78,14 @@ if [ -z "${DATABASE_URL:-}" ]; then
     start_local_cluster "$bin"
   elif command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
     echo "make run: starting PostgreSQL with docker compose"
-    docker compose up -d db
+    # docker-compose.yml requires these; the database keeps the password it
+    # was first created with, so the same one is used here every time (and
+    # the URL below matches it).
+    export POSTGRES_PASSWORD="${POSTGRES_PASSWORD:-codelotse-dev}"
+    export APP_DATABASE_PASSWORD="${APP_DATABASE_PASSWORD:-codelotse-dev-runtime}"
+    docker compose -f docker-compose.yml -f docker-compose.dev.yml up -d db
     for _ in $(seq 1 60); do port_open 127.0.0.1 5432 && break; sleep 1; done
-    export DATABASE_URL="postgres://postgres:postgres@127.0.0.1:5432/$DB_NAME?sslmode=disable"
+    export DATABASE_URL="postgres://postgres:$POSTGRES_PASSWORD@127.0.0.1:5432/$DB_NAME?sslmode=disable"
   else
     echo "make run: no PostgreSQL found. Set DATABASE_URL, install PostgreSQL 15+ (apt-get install postgresql), or install Docker." >&2
     exit 1

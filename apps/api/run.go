@@ -38,6 +38,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	if err := cfg.CheckServePublicURL(); err != nil {
+		return err
+	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 
 	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "codelotse-api", ServiceVersion: mcpserver.Version, OTLPEndpoint: getenv("OTEL_EXPORTER_OTLP_ENDPOINT")})

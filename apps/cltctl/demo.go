@@ -21,6 +21,7 @@ const (
 	demoMember    = "member@demo.codelotse.test"
 	demoRepo      = "codelotse/codelotse"
 	demoTokenName = "make run demo"
+	demoTokenDays = 7
 )
 
 var demoRules = []struct {
@@ -71,10 +72,10 @@ func cmdDemo(e *env, args []string) error {
 		if _, err := postgres.SetMCPEnabled(e.ctx, tx, tid, true, operator); err != nil {
 			return err
 		}
-		if _, err := postgres.UpsertLocalUser(e.ctx, tx, tid, demoAdmin, "Demo Admin", codelotse.RoleAdmin, e.now); err != nil {
+		if _, err := postgres.AddLocalMember(e.ctx, tx, tid, demoAdmin, "Demo Admin", codelotse.RoleAdmin, e.now, operator); err != nil {
 			return err
 		}
-		member, err := postgres.UpsertLocalUser(e.ctx, tx, tid, demoMember, "Demo Member", codelotse.RoleMember, e.now)
+		member, err := postgres.AddLocalMember(e.ctx, tx, tid, demoMember, "Demo Member", codelotse.RoleMember, e.now, operator)
 		if err != nil {
 			return err
 		}
@@ -82,7 +83,7 @@ func cmdDemo(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := postgres.GrantRepository(e.ctx, tx, tid, member.ID, repo.ID); err != nil {
+		if err := postgres.GrantRepositoryAudited(e.ctx, tx, tid, member, repo, operator); err != nil {
 			return err
 		}
 		for _, r := range demoRules {
@@ -115,45 +116,77 @@ func cmdDemo(e *env, args []string) error {
 	if err := seedDemoContent(e, db, tid, *source); err != nil {
 		return err
 	}
-	secret, err := createToken(e, db, tid, demoMember, demoTokenName, 7)
+	secret, err := createToken(e, db, tid, demoMember, demoTokenName, demoTokenDays)
 	if err != nil {
 		return err
 	}
-	// A development sign-in link for the demo member (the API accepts these
-	// only when its PUBLIC_URL is http on loopback).
-	var link string
+	// Development sign-in links for the demo member (the MCP access page)
+	// and the demo admin (the admin page). The API accepts these only when
+	// its PUBLIC_URL is http on loopback.
+	e.cfg.PublicURL = *public
+	links := map[string]string{}
 	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
-		u, err := postgres.UserByEmail(e.ctx, tx, tid, demoMember)
-		if err != nil {
-			return err
+		for _, email := range []string{demoMember, demoAdmin} {
+			u, err := postgres.UserByEmail(e.ctx, tx, tid, email)
+			if err != nil {
+				return err
+			}
+			if links[email], err = oneTimeLink(e, tx, tid, u.ID, "dev", time.Hour); err != nil {
+				return err
+			}
 		}
-		e.cfg.PublicURL = *public
-		link, err = oneTimeLink(e, tx, tid, u.ID, "dev", time.Hour)
-		return err
+		return nil
 	}); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, `
 %sDemo tenant %q is ready (MCP on). Demo member %s can view %s.
-Its memberships were refreshed now and stay valid for %s.
+The demo accounts were added by cltctl (local, not GitHub): their access does not expire after 24 hours.
 
-Demo token (shown once, valid 7 days):
+Demo token (shown once, valid %d days):
   %s
 
 Connect Claude Code:
   claude mcp add --transport http codelotse %s/mcp --header "Authorization: Bearer %s"
 
-Sign in to the MCP access page as the demo member (development only, single use, 1 hour):
+Then ask your agent: "What did the review of pull request #1 in %s find, and how would you fix the open findings?"
+
+Sign in as the demo member, to the MCP access page (development only, single use, 1 hour):
   %s
-`, e.demoNotes.String(), demoSlug, demoMember, demoRepo, fmt.Sprintf("%d hours", int(codelotse.GrantMaxAge.Hours())), secret, *public, secret, link)
+Sign in as the demo admin (same rules), then open %s/t/%s/admin:
+  %s
+`, e.demoNotes.String(), demoSlug, demoMember, demoRepo, demoTokenDays, secret, *public, secret, demoRepo, links[demoMember], *public, demoSlug, links[demoAdmin])
 	return nil
 }
 
 // seedDemoContent indexes the demo repository from the project's own git
-// checkout and imports the demo review, when they are there. A missing
-// checkout is a note, not an error: the rest of the demo still works.
+// checkout and imports the demo review, when they are there. The index is
+// taken at the commit the demo review was made on, so that the findings'
+// line numbers point at the code they describe; a checkout without that
+// commit (a shallow clone) is indexed at HEAD, and the tools then say that
+// the findings' lines may have moved. A missing checkout is a note, not an
+// error: the rest of the demo still works.
 func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
-	snap, err := codeindex.ReadGit(e.ctx, source, "HEAD")
+	path := filepath.Join(source, "testdata", "review-example.json")
+	data, rerr := os.ReadFile(path)
+	var imp codelotse.ReviewImport
+	if rerr == nil {
+		var err error
+		if imp, err = importer.ParseReview(data); err != nil {
+			return prefixed(path, err)
+		}
+	}
+	ref, why := "HEAD", ""
+	if imp.Review.CommitSHA != "" {
+		ref = imp.Review.CommitSHA
+	}
+	snap, err := codeindex.ReadGit(e.ctx, source, ref)
+	if err != nil && ref != "HEAD" {
+		why = fmt.Sprintf(" (the demo review's commit %.12s is not in this checkout, so the findings' lines may not match)", ref)
+		snap, err = codeindex.ReadGit(e.ctx, source, "HEAD")
+	} else if ref != "HEAD" {
+		why = " (the commit of the demo review, so its findings point at the indexed lines)"
+	}
 	if err != nil {
 		fmt.Fprintf(&e.demoNotes, "Note: %s is not a git checkout with a commit, so the demo repository has no code index (%s).\n", source, codelotse.ErrorMessage(err))
 	} else {
@@ -169,17 +202,11 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(&e.demoNotes, "Indexed %s at %s: %d files, %d chunks.\n", demoRepo, res.Commit[:12], res.Files-len(res.Skipped), res.Chunks)
+		fmt.Fprintf(&e.demoNotes, "Indexed %s at %s%s: %d files, %d chunks.\n", demoRepo, res.Commit[:12], why, res.Files-len(res.Skipped), res.Chunks)
 	}
-	path := filepath.Join(source, "testdata", "review-example.json")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		fmt.Fprintf(&e.demoNotes, "Note: no demo review imported (%v).\n", err)
+	if rerr != nil {
+		fmt.Fprintf(&e.demoNotes, "Note: no demo review imported (%v).\n", rerr)
 		return nil
-	}
-	imp, err := importer.ParseReview(data)
-	if err != nil {
-		return prefixed(path, err)
 	}
 	var res postgres.ImportResult
 	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {

@@ -173,10 +173,10 @@ func cmdMembershipRefresh(e *env, args []string) error {
 		} else if r, err = roleFlag(*role); err != nil {
 			return err
 		}
-		if err := postgres.RefreshMembership(e.ctx, tx, tid, u.ID, r, "local", e.now); err != nil {
+		if err := postgres.SetLocalMembership(e.ctx, tx, tid, u, r, e.now, operator); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "membership of %s refreshed (%s); valid for 24 hours\n", *email, r)
+		fmt.Fprintf(e.stdout, "membership of %s set by the operator (%s, local): it lasts until changed or expired\n", *email, r)
 		return nil
 	})
 }

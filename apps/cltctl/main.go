@@ -31,6 +31,14 @@ func main() {
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	if err != nil {
+		// A usage error is the caller's mistake: say exactly what was wrong
+		// (it is not a codelotse.Error, so ErrorMessage would call it
+		// internal) and exit 2, the CLI's status for bad arguments.
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(os.Stderr, "cltctl:", ue.msg)
+			os.Exit(2)
+		}
 		fmt.Fprintln(os.Stderr, "cltctl:", codelotse.ErrorMessage(err))
 		if codelotse.ErrorCode(err) == codelotse.Internal || codelotse.ErrorCode(err) == codelotse.Unavailable {
 			if cause := errors.Unwrap(err); cause != nil {
@@ -38,10 +46,6 @@ func main() {
 			} else if _, ok := err.(*codelotse.Error); !ok {
 				fmt.Fprintln(os.Stderr, "cltctl: cause:", err)
 			}
-		}
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
 		}
 		os.Exit(1)
 	}
@@ -71,6 +75,9 @@ var commands = map[string]command{
 	"migrate":            {"apply migrations, roles and policies", cmdMigrate},
 	"tenant create":      {"create a tenant", cmdTenantCreate},
 	"tenant set-mcp":     {"switch MCP on or off for a tenant", cmdTenantSetMCP},
+	"tenant list":        {"list every tenant with MCP state and counts", cmdTenantList},
+	"user list":          {"list a tenant's users with role, access source and age", cmdUserList},
+	"repo list":          {"list a tenant's repositories with index status", cmdRepoList},
 	"user add":           {"add a user (or refresh their membership)", cmdUserAdd},
 	"user delete":        {"delete a user; their tokens stop working", cmdUserDelete},
 	"token create":       {"create a personal access token; prints only the token", cmdTokenCreate},
@@ -90,6 +97,7 @@ var commands = map[string]command{
 	"idp map":            {"map an IdP group to a role (and repository)", cmdIdPMap},
 	"idp unmap":          {"remove group mappings", cmdIdPUnmap},
 	"github sync":        {"enqueue a GitHub sync of a tenant (or one repository); --wait waits for it", cmdGitHubSync},
+	"health":             {"ask an API's /readyz; exit 0 when ready (the container health check)", cmdHealth},
 	"break-glass":        {"print a single-use, 15-minute break-glass sign-in link", cmdBreakGlass},
 	"membership refresh": {"refresh a user's cached membership now (24 hours)", cmdMembershipRefresh},
 	"membership expire":  {"expire a user's cached membership (tokens answer 401)", cmdMembershipExpire},

@@ -27,7 +27,10 @@ func cmdRepoAdd(e *env, args []string) error {
 	var err error
 	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
 		r, err = e.ingest.AddRepository(e.ctx, tx, tid, postgres.NewRepository{FullName: *full, DefaultBranch: *branch, Private: *private, URL: *url})
-		return err
+		if err != nil {
+			return err
+		}
+		return postgres.AuditRepositoryAdded(e.ctx, tx, tid, r, operator)
 	})
 	if err != nil {
 		return err
@@ -57,7 +60,7 @@ func cmdRepoGrant(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		return postgres.GrantRepository(e.ctx, tx, tid, u.ID, r.ID)
+		return postgres.GrantRepositoryAudited(e.ctx, tx, tid, u, r, operator)
 	})
 	if err != nil {
 		return err

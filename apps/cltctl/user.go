@@ -31,13 +31,13 @@ func cmdUserAdd(e *env, args []string) error {
 	}
 	var u codelotse.User
 	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		u, err = postgres.UpsertLocalUser(e.ctx, tx, tid, *email, *name, r, e.now)
+		u, err = postgres.AddLocalMember(e.ctx, tx, tid, *email, *name, r, e.now, operator)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "user %s (%s) is %s of %s; membership refreshed\n", u.Email, u.ID, r, *slug)
+	fmt.Fprintf(e.stdout, "user %s (%s) is %s of %s (local access, no 24-hour expiry)\n", u.Email, u.ID, r, *slug)
 	return nil
 }
 

@@ -16,6 +16,15 @@ import (
 // every part of the system uses for that rule.
 const GrantMaxAge = 24 * time.Hour
 
+// MembershipLocal is the source of a tenant membership that an operator
+// wrote (cltctl), as opposed to "github", a cache of a GitHub sign-in. Local
+// memberships do not age by GrantMaxAge (docs/decisions.md, issue 14).
+const MembershipLocal = "local"
+
+// MembershipExpired is the refreshed_at stamp of a membership that an
+// operator expired (cltctl membership expire): stale whatever its source.
+var MembershipExpired = time.Unix(0, 0).UTC()
+
 // ScopeMCPRead is the only scope a personal access token can carry.
 const ScopeMCPRead = "mcp:read"
 
@@ -259,6 +268,10 @@ type Finding struct {
 	CommitSHA     string
 	Source        string
 	CreatedAt     time.Time
+	// RepoIndexedCommit is the commit of the repository's code index when
+	// the finding was read ("" when not indexed): when it differs from
+	// CommitSHA, the finding's lines may not match the indexed code.
+	RepoIndexedCommit string
 }
 
 // ReviewImport is a pull request, one review and its findings, as read from

@@ -30,11 +30,26 @@ const (
 
 // GitHub computes grants from a cached membership (nil when missing) and the
 // cached repository memberships.
+//
+// A local membership (source "local": written by an operator with cltctl
+// user add, membership refresh or the demo) is not a cache of anything: no
+// GitHub sign-in can refresh it, so it does not age. It lasts until the
+// operator ends it (user delete, or membership expire, which stamps it at
+// codelotse.MembershipExpired). Its grants say Source "local".
 func GitHub(m *codelotse.Membership, repoIDs []int64, now time.Time) (codelotse.Grants, Reason) {
-	if m == nil || now.Sub(m.RefreshedAt) > codelotse.GrantMaxAge || m.RefreshedAt.After(now.Add(time.Minute)) {
+	if m == nil || m.RefreshedAt.After(now.Add(time.Minute)) {
 		return codelotse.Grants{}, Stale
 	}
-	g := codelotse.Grants{Admin: m.Role == codelotse.RoleAdmin, Source: "github", AsOf: m.RefreshedAt}
+	source := "github"
+	if m.Source == codelotse.MembershipLocal {
+		if !m.RefreshedAt.After(codelotse.MembershipExpired) {
+			return codelotse.Grants{}, Stale
+		}
+		source = codelotse.MembershipLocal
+	} else if now.Sub(m.RefreshedAt) > codelotse.GrantMaxAge {
+		return codelotse.Grants{}, Stale
+	}
+	g := codelotse.Grants{Admin: m.Role == codelotse.RoleAdmin, Source: source, AsOf: m.RefreshedAt}
 	if !g.Admin {
 		g.RepoIDs = sortedUnique(repoIDs)
 	}

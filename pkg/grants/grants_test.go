@@ -74,6 +74,28 @@ func TestGrants(t *testing.T) {
 		{"github member without repos", func() (codelotse.Grants, Reason) {
 			return GitHub(member(time.Hour), nil, now)
 		}, want{source: "github", asOf: now.Add(-time.Hour)}},
+		// Local memberships (cltctl) are not a cache: they do not age, but
+		// an operator's expiry (the epoch stamp) and the future still count.
+		{"local refreshed 8 days ago", func() (codelotse.Grants, Reason) {
+			m := member(8 * 24 * time.Hour)
+			m.Source = codelotse.MembershipLocal
+			return GitHub(m, []int64{7}, now)
+		}, want{repos: []int64{7}, source: "local", asOf: now.Add(-8 * 24 * time.Hour)}},
+		{"local admin a year old sees all", func() (codelotse.Grants, Reason) {
+			m := &codelotse.Membership{Role: codelotse.RoleAdmin, Source: codelotse.MembershipLocal, RefreshedAt: now.Add(-365 * 24 * time.Hour)}
+			return GitHub(m, []int64{1}, now)
+		}, want{admin: true, source: "local", asOf: now.Add(-365 * 24 * time.Hour)}},
+		{"local expired by an operator", func() (codelotse.Grants, Reason) {
+			return GitHub(&codelotse.Membership{Role: codelotse.RoleAdmin, Source: codelotse.MembershipLocal, RefreshedAt: codelotse.MembershipExpired}, nil, now)
+		}, want{reason: Stale}},
+		{"local never refreshed (zero time)", func() (codelotse.Grants, Reason) {
+			return GitHub(&codelotse.Membership{Role: codelotse.RoleAdmin, Source: codelotse.MembershipLocal}, nil, now)
+		}, want{reason: Stale}},
+		{"local refreshed 2m in the future (clock skew)", func() (codelotse.Grants, Reason) {
+			m := member(-2 * time.Minute)
+			m.Source = codelotse.MembershipLocal
+			return GitHub(m, nil, now)
+		}, want{reason: Stale}},
 		{"github admin sees all", func() (codelotse.Grants, Reason) {
 			return GitHub(admin, []int64{1, 2}, now)
 		}, want{admin: true, source: "github", asOf: admin.RefreshedAt}},

@@ -28,6 +28,33 @@ const unauthorizedBody = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"mes
 // restore access (stale or missing GitHub membership cache).
 const refreshDescription = "sign in to CodeLotse to refresh access"
 
+// failureDescriptions are the error_description of each refusal, written so
+// that the person behind the agent knows what to do next. They may tell the
+// token's state (revoked, expired, ...) because only someone who holds a
+// token can present one that exists: a guessed token is "unknown" like any
+// other. They never name a tenant, a user or a repository. RFC 6750 allows
+// only printable ASCII without '"' and '\' here. (docs/decisions.md, issue 14.)
+var failureDescriptions = map[string]string{
+	"missing":                     "send the header Authorization: Bearer clt_... with a token from the MCP access page",
+	"malformed":                   "the Authorization header must be Bearer followed by one space and the whole clt_ token",
+	"unknown":                     "token not recognised: copy the whole token again, or create a new one on the MCP access page",
+	"revoked":                     "this token was revoked: create a new one on the MCP access page",
+	"expired":                     "this token has expired: create a new one on the MCP access page",
+	"user_deleted":                "the account of this token no longer belongs to the organisation",
+	"mcp_disabled":                "MCP access is switched off for this organisation: ask a tenant admin to switch it on",
+	"idp_disabled":                "the identity provider of this token is disabled: ask a tenant admin, or create a token after signing in again",
+	"no_grants_no_mapping":        "your identity-provider groups grant no access here: ask a tenant admin to map one of them",
+	"no_grants_provider_disabled": "the identity provider of this token is disabled: ask a tenant admin, or create a token after signing in again",
+}
+
+// failureDescription is the error_description of a refusal ("" when none).
+func failureDescription(f *authn.Failure) string {
+	if f.Refresh {
+		return refreshDescription
+	}
+	return failureDescriptions[f.Reason]
+}
+
 // mcpPost is POST /mcp, in the order of checks of ARCHITECTURE §4: body
 // size and Origin, (rate limit), token, grants; then a fresh MCP server for
 // this request only, behind a request that carries none of the client's
@@ -302,8 +329,8 @@ func (s *Server) originAllowed(o string) bool {
 // unauthorized writes the 401 of ARCHITECTURE §4.
 func (s *Server) unauthorized(c echo.Context, f *authn.Failure) error {
 	v := `Bearer realm="codelotse", error="invalid_token"`
-	if f.Refresh {
-		v += fmt.Sprintf(`, error_description=%q`, refreshDescription)
+	if d := failureDescription(f); d != "" {
+		v += fmt.Sprintf(`, error_description=%q`, d)
 	}
 	// Only an endpoint with an authorization server names its metadata
 	// (ARCHITECTURE §4: complete discovery or none).

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,10 @@ type adminPage struct {
 	OAuth        bool
 	OAuthEnabled bool
 	Grants       []grantRow
+	// The audit log's filter (GET ?action=&actor=) and its choices.
+	AuditFilter          postgres.AuditFilter
+	AuditActions, Actors []string
+	Members              []memberRow
 }
 
 // githubFreshness is what the admin page says about the membership
@@ -39,6 +44,12 @@ type githubFreshness struct {
 	// State: "ok", "missing_permission", or "never" (no refresh yet).
 	State, Detail, Finished, LastOK string
 	Members, Repositories           int
+}
+
+// memberRow is a user on the admin page's members view.
+type memberRow struct {
+	Email, Name, Role, Access, Identity, Age, Since string
+	Repos                                           int
 }
 
 type mappingRow struct {
@@ -50,8 +61,8 @@ type auditRow struct {
 	When, Actor, Action, Target, Details string
 }
 
-func (s *Server) loadAdminPage(ctx context.Context, tid string) (adminPage, error) {
-	var pg adminPage
+func (s *Server) loadAdminPage(ctx context.Context, tid string, filter postgres.AuditFilter) (adminPage, error) {
+	pg := adminPage{AuditFilter: filter}
 	err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
 		t, err := postgres.GetTenant(ctx, tx, tid)
 		if err != nil {
@@ -115,15 +126,27 @@ func (s *Server) loadAdminPage(ctx context.Context, tid string) (adminPage, erro
 			}
 			pg.Grants = grantRows(grants, time.Now())
 		}
-		events, err := postgres.ListAudit(ctx, tx, tid, 100)
+		events, err := postgres.ListAuditFiltered(ctx, tx, tid, filter, 100)
 		if err != nil {
 			return err
+		}
+		if pg.AuditActions, pg.Actors, err = postgres.AuditFacets(ctx, tx, tid); err != nil {
+			return err
+		}
+		members, err := postgres.ListMembers(ctx, tx, tid)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		for _, m := range members {
+			pg.Members = append(pg.Members, memberView(m, now))
 		}
 		for _, e := range events {
 			var details []string
 			for k, v := range e.Details {
 				details = append(details, fmt.Sprintf("%s=%v", k, v))
 			}
+			sort.Strings(details) // maps have no order; the page should
 			pg.Audit = append(pg.Audit, auditRow{When: e.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC"), Actor: e.Actor,
 				Action: e.Action, Target: e.Target, Details: strings.Join(details, ", ")})
 		}
@@ -136,7 +159,8 @@ func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC"
 
 // admin is GET /t/:slug/admin.
 func (s *Server) admin(c echo.Context) error {
-	pg, err := s.loadAdminPage(c.Request().Context(), c.Get(keyTenantID).(string))
+	filter := postgres.AuditFilter{Action: strings.TrimSpace(c.QueryParam("action")), Actor: strings.TrimSpace(c.QueryParam("actor"))}
+	pg, err := s.loadAdminPage(c.Request().Context(), c.Get(keyTenantID).(string), filter)
 	if err != nil {
 		return err
 	}
@@ -176,7 +200,7 @@ func (s *Server) adminDo(c echo.Context, done string, fn func(ctx context.Contex
 		if code == codelotse.Internal || code == codelotse.Unavailable {
 			return err
 		}
-		pg, lerr := s.loadAdminPage(c.Request().Context(), tid)
+		pg, lerr := s.loadAdminPage(c.Request().Context(), tid, postgres.AuditFilter{})
 		if lerr != nil {
 			return lerr
 		}
@@ -320,4 +344,43 @@ func issuerAllowed(issuer string) bool {
 		return u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback())
 	}
 	return false
+}
+
+// memberView renders a member: where their access comes from and how old
+// it is (a GitHub membership is valid for 24 hours after the last sign-in;
+// a local one, written by an operator, does not age).
+func memberView(m postgres.Member, now time.Time) memberRow {
+	r := memberRow{Email: m.Email, Name: m.Name, Role: string(m.Role), Identity: m.Identity, Repos: m.Repos, Age: "—", Since: "—"}
+	if r.Role == "" {
+		r.Role = "—"
+	}
+	switch {
+	case m.Source == "":
+		r.Access = "none (groups or break-glass)"
+	case m.RefreshedAt == nil || !m.RefreshedAt.After(codelotse.MembershipExpired):
+		r.Access = m.Source + ", expired"
+	case m.Source == codelotse.MembershipLocal:
+		r.Access = "local (set by an operator, no expiry)"
+	case now.Sub(*m.RefreshedAt) > codelotse.GrantMaxAge:
+		r.Access = "GitHub, stale: signs in again to refresh"
+	default:
+		r.Access = "GitHub, valid for 24 h after sign-in"
+	}
+	if m.RefreshedAt != nil && m.RefreshedAt.After(codelotse.MembershipExpired) {
+		r.Since = m.RefreshedAt.UTC().Format("2006-01-02 15:04 UTC")
+		r.Age = age(now.Sub(*m.RefreshedAt))
+	}
+	return r
+}
+
+// age is a duration as a person reads it: minutes, hours or days.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%d days", int(d.Hours()/24))
+	}
 }

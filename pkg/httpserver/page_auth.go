@@ -51,7 +51,11 @@ func (s *Server) linkSignIn(c echo.Context) error {
 		}
 		slug = t.Slug
 		cookie, err = s.cfg.Sessions.Start(ctx, tx, tid, st.UserID, st.Kind == "break-glass", "", nil)
-		return err
+		if err != nil {
+			return err
+		}
+		// A break-glass sign-in sees everything: audited with the session.
+		return postgres.AuditLinkSignIn(ctx, tx, tid, st.UserID, st.Kind)
 	})
 	switch codelotse.ErrorCode(err) {
 	case codelotse.NotFound, codelotse.Forbidden, codelotse.Invalid:

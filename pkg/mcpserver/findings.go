@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
@@ -23,7 +24,14 @@ type findingOut struct {
 	Commit      string `json:"commit,omitempty"`
 	CreatedAt   string `json:"created_at,omitempty"`
 	ReviewID    *int64 `json:"review_id,omitempty"`
+	// Set only when the finding's commit is not the indexed one.
+	IndexedCommit string `json:"indexed_commit,omitempty"`
+	LocationNote  string `json:"location_note,omitempty"`
 }
+
+// movedNote tells an agent that a finding's lines were reported on another
+// commit than the one search_code and get_file_contents read.
+const movedNote = "This finding was reported on commit %s; the code index (search_code, get_file_contents) is at %s. The lines may have moved: find the code the finding describes before changing anything."
 
 // findingItem renders a finding; withContext adds repository, pull request,
 // review and time (search results span repositories).
@@ -33,6 +41,10 @@ func findingItem(f codelotse.Finding, withContext bool) findingOut {
 	if withContext {
 		o.Repository, o.PullRequest, o.ReviewID, o.Commit = f.RepoFullName, f.PRNumber, f.ReviewID, f.CommitSHA
 		o.CreatedAt = f.CreatedAt.UTC().Format(time.RFC3339)
+	}
+	if f.CommitSHA != "" && f.RepoIndexedCommit != "" && f.CommitSHA != f.RepoIndexedCommit {
+		o.Commit, o.IndexedCommit = f.CommitSHA, f.RepoIndexedCommit
+		o.LocationNote = fmt.Sprintf(movedNote, f.CommitSHA, f.RepoIndexedCommit)
 	}
 	return o
 }

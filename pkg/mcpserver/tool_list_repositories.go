@@ -113,6 +113,9 @@ func (s *session) access() map[string]any {
 		a["age_seconds"] = int(time.Since(s.grants.AsOf).Seconds())
 		a["expires_at"] = s.grants.AsOf.Add(codelotse.GrantMaxAge).UTC().Format(time.RFC3339)
 		a["note"] = "Access follows your GitHub memberships as of refreshed_at (CodeLotse refreshes them from the GitHub App installation, and at each sign-in); it lapses 24 hours after the last refresh."
+	case codelotse.MembershipLocal:
+		a["granted_at"] = s.grants.AsOf.UTC().Format(time.RFC3339)
+		a["note"] = "Access was granted by an operator of CodeLotse (not cached from GitHub); it lasts until they change it."
 	case "oidc":
 		a["groups"] = s.grants.Groups
 		a["note"] = "Access follows the identity-provider groups of the session that created this token and the tenant's current group mappings."

@@ -201,7 +201,8 @@ const findingsSelect = `SELECT ` + findingColumns + `
 		`
 
 const findingColumns = `f.id, f.repository_id, r.full_name, f.pull_request_id, p.number, f.review_id, f.rule_key, f.severity, f.status,
-	f.path, f.start_line, f.end_line, f.title, f.body, f.suggestion, f.fingerprint, f.commit_sha, f.source, f.created_at`
+	f.path, f.start_line, f.end_line, f.title, f.body, f.suggestion, f.fingerprint, f.commit_sha, f.source, f.created_at,
+	coalesce(r.indexed_commit, '')`
 
 func queryFindings(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
@@ -218,7 +219,8 @@ func scanFinding(row pgx.CollectableRow) (codelotse.Finding, error) {
 	var sev string
 	var start, end, num *int32
 	err := row.Scan(&f.ID, &f.RepositoryID, &f.RepoFullName, &f.PullRequestID, &num, &f.ReviewID, &f.RuleKey, &sev, &f.Status,
-		&f.Path, &start, &end, &f.Title, &f.Body, &f.Suggestion, &f.Fingerprint, &f.CommitSHA, &f.Source, &f.CreatedAt)
+		&f.Path, &start, &end, &f.Title, &f.Body, &f.Suggestion, &f.Fingerprint, &f.CommitSHA, &f.Source, &f.CreatedAt,
+		&f.RepoIndexedCommit)
 	f.Severity = codelotse.Severity(sev)
 	f.StartLine, f.EndLine, f.PRNumber = intp(start), intp(end), intp(num)
 	return f, err

@@ -245,3 +245,17 @@ func (c Config) LoopbackHTTP() bool {
 	ip := net.ParseIP(u.Hostname())
 	return u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback())
 }
+
+// CheckServePublicURL is the API's start-up check of PUBLIC_URL: plain http
+// is accepted only on loopback (development). Anywhere else the session
+// cookies are Secure, so a browser reaching the service over http would
+// drop them and sign-in would fail without a word; better to refuse to
+// start and say why.
+func (c Config) CheckServePublicURL() error {
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || u.Scheme != "http" || c.LoopbackHTTP() {
+		return nil // https, or the development case; Load checked the form
+	}
+	return fmt.Errorf("PUBLIC_URL %s is plain http on a host that is not loopback: sign-in cookies are Secure there, so browsers would drop them over http and nobody could sign in. "+
+		"Serve the API behind TLS (a reverse proxy) and set PUBLIC_URL to the https address users open, or use http://127.0.0.1:PORT for a local trial", c.PublicURL)
+}
