@@ -66,9 +66,15 @@ RETURNS TABLE (
     map_roles       text[],
     map_repo_ids    bigint[]
 )
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, public
+-- plpgsql, not sql: a LANGUAGE sql SECURITY DEFINER function is never
+-- inlined and is planned again on every call, while plpgsql keeps the plan
+-- of its statement for the connection. This is the one query of every MCP
+-- request (issue 11).
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public, pg_temp
 AS $$
+BEGIN
+    RETURN QUERY
     SELECT t.id, t.tenant_id, t.user_id, t.expires_at, t.revoked_at, t.last_used_at,
            (u.id IS NOT NULL AND u.deleted_at IS NULL),
            coalesce((s.settings #>> '{mcp,enabled}')::boolean, false),
@@ -92,7 +98,8 @@ AS $$
         WHERE t.idp_id IS NOT NULL AND gm.tenant_id = t.tenant_id AND gm.idp_id = t.idp_id
           AND gm.group_name = ANY(t.idp_groups)
     ) g ON true
-    WHERE t.token_hash = p_hash
+    WHERE t.token_hash = p_hash;
+END
 $$;
 ALTER FUNCTION auth_token(bytea) OWNER TO {{auth}};
 REVOKE ALL ON FUNCTION auth_token(bytea) FROM PUBLIC;

@@ -39,14 +39,21 @@ var searchCode = tool{
 	run: runSearchCode,
 }
 
-// Search budgets: candidate chunks fetched per round, rounds per call, and
-// wall time per call. A call that spends its budget returns what it found
-// with a cursor to continue.
+// Search budgets: candidate chunks fetched per round (the first round asks
+// for searchFirstBatch, each further round for twice as many up to
+// searchBatch), rounds per call, and wall time per call. A call that spends
+// its budget returns what it found with a cursor to continue.
+//
+// The small first round matters: most literal candidates are matches, so 32
+// chunks usually hold the 20 lines a page needs, and search_code_candidates
+// can answer a small request from a short window of the index instead of
+// asking the trigram index for every match (policies/search.sql).
 const (
-	searchBatch     = 200
-	searchMaxRounds = 25
-	searchBudget    = 1500 * time.Millisecond
-	maxLineBytes    = 500
+	searchFirstBatch = 32
+	searchBatch      = 200
+	searchMaxRounds  = 25
+	searchBudget     = 1500 * time.Millisecond
+	maxLineBytes     = 500
 )
 
 type searchCodePos struct {
@@ -141,7 +148,8 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 			budgetSpent = true
 			break
 		}
-		cands, err := postgres.SearchCandidates(ctx, s.deps.DB, s.principal.TenantID, repoIDs, plan.LikePatterns(), pf.Prefix, after, searchBatch)
+		batch := min(searchFirstBatch<<round, searchBatch)
+		cands, err := postgres.SearchCandidates(ctx, s.deps.DB, s.principal.TenantID, repoIDs, plan.LikePatterns(), pf.Prefix, after, batch)
 		if err != nil {
 			return shape.Doc{}, err
 		}
@@ -176,7 +184,7 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 				matches = append(matches, m)
 			}
 		}
-		if len(cands) < searchBatch {
+		if len(cands) < batch {
 			exhausted = true
 			break
 		}
