@@ -28,10 +28,9 @@ CREATE POLICY code_search_read ON repositories FOR SELECT TO {{search}} USING (t
 -- p_after_chunk"; only the way there depends on the query, so that neither a
 -- common nor a rare literal, nor one repository of a big tenant, falls off a
 -- cliff (issue 11):
---  * no pattern (a scoped, literal-less regex): the files under the prefix
---    are read first, then their chunks;
---  * a narrow path prefix (fewer than 2,000 files under it): the chunks of
---    those files are read in order and checked, without the trigram index;
+--  * a path prefix with no pattern (a scoped, literal-less regex), or a
+--    narrow one (fewer than 2,000 files under it): the files under the
+--    prefix first, then their chunks, checked without the trigram index;
 --  * otherwise, phase 1: a window of the next chunks of the granted
 --    repositories in id order is checked (per repository through
 --    code_chunks_tenant_repo_id when there are few, else an id range), which
@@ -39,6 +38,7 @@ CREATE POLICY code_search_read ON repositories FOR SELECT TO {{search}} USING (t
 --    whole tenant could have been built and sorted; phase 2, only when the
 --    window holds too few matches: the trigram index, for the chunks after
 --    the window. Phase 1's matches come first (smaller ids), phase 2's after.
+--    A literal-less regex scoped to a repository is all window.
 --
 -- Plans are pinned where statistics cannot be trusted (they are missing
 -- right after an index is written, and the runtime role cannot ANALYZE):
@@ -80,7 +80,15 @@ DECLARE
     v_done_to  bigint;
     v_ids      bigint[];
     v_src      text;
-    v_select   constant text := 'SELECT c.id, c.repository_id, r.full_name, f.commit_sha, f.path, c.start_line, c.end_line, f.line_count, c.content ';
+    -- A page of rows by primary key ($2: the ids, in order); OFFSET 0 keeps
+    -- each lateral lookup a lookup, never a hash of every file of the tenant.
+    v_rows_sql constant text := 'SELECT c.id, c.repository_id, r.full_name, f.commit_sha, f.path, c.start_line, c.end_line, f.line_count, c.content
+        FROM public.code_chunks c
+        CROSS JOIN LATERAL (SELECT f.commit_sha, f.path, f.line_count FROM public.code_files f
+                            WHERE f.tenant_id = $1 AND f.id = c.file_id OFFSET 0) f
+        CROSS JOIN LATERAL (SELECT r.full_name FROM public.repositories r
+                            WHERE r.tenant_id = $1 AND r.id = c.repository_id OFFSET 0) r
+        WHERE c.tenant_id = $1 AND c.id = ANY($2) ORDER BY c.id';
 BEGIN
     IF p_limit IS NULL OR p_limit < 1 OR p_limit > 5000 THEN
         RAISE EXCEPTION 'search_code_candidates: limit must be 1..5000';
@@ -105,17 +113,21 @@ BEGIN
                  WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND f.path LIKE $3 LIMIT 2000) x'
             INTO v_files USING v_tenant, p_repo_ids, v_prefix;
     END IF;
-    IF v_npat = 0 OR v_files < 2000 THEN
-        -- Files first: the files under the prefix, then their chunks in
-        -- order, each checked for the patterns.
-        RETURN QUERY EXECUTE v_select || '
-            FROM public.code_files f
-            JOIN public.code_chunks c ON c.tenant_id = f.tenant_id AND c.file_id = f.id
-            JOIN public.repositories r ON r.tenant_id = f.tenant_id AND r.id = f.repository_id
-            WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND c.id > $4
-              AND ($7::text IS NULL OR f.path LIKE $7)' || v_pats || '
-            ORDER BY c.id LIMIT $5'
+    IF v_prefix IS NOT NULL AND (v_npat = 0 OR v_files < 2000) THEN
+        -- Files first: the files under the prefix, then their chunks (one
+        -- index lookup per file), each checked for the patterns; the page's
+        -- rows are read afterwards. The CTE and OFFSET 0 keep that order
+        -- whatever the estimates say of the patterns.
+        EXECUTE format('WITH f AS MATERIALIZED (
+                SELECT f.id FROM public.code_files f
+                WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND f.path LIKE $7)
+            SELECT ARRAY(SELECT c.id FROM f
+                CROSS JOIN LATERAL (SELECT c.id, c.content FROM public.code_chunks c
+                                    WHERE c.tenant_id = $1 AND c.file_id = f.id AND c.id > $4 OFFSET 0) c
+                WHERE true %s ORDER BY c.id LIMIT $5)', v_pats)
+            INTO v_ids
             USING v_tenant, p_repo_ids, p_path_prefix, p_after_chunk, p_limit, p_patterns, v_prefix;
+        RETURN QUERY EXECUTE v_rows_sql USING v_tenant, v_ids;
         RETURN;
     END IF;
 
@@ -136,11 +148,16 @@ BEGIN
         v_src := 'SELECT c.id FROM public.code_chunks c
             WHERE c.tenant_id = $1 AND c.id > $4 AND c.id <= $4 + $8 AND c.repository_id = ANY($2)';
     END IF;
-    EXECUTE format('WITH w AS MATERIALIZED (%s)
+    -- The window's chunks are fetched by primary key before the patterns
+    -- are checked (a CTE of its own), so that the planner cannot trade the
+    -- window for a trigram bitmap on a misestimated pattern.
+    EXECUTE format('WITH w AS MATERIALIZED (%s),
+        c AS MATERIALIZED (SELECT c.id, c.file_id, c.content FROM public.code_chunks c
+                           WHERE c.tenant_id = $1 AND c.id = ANY(ARRAY(SELECT w.id FROM w)))
         SELECT (SELECT count(*)::int FROM w), (SELECT max(w.id) FROM w),
-               ARRAY(SELECT c.id FROM w
-                     JOIN public.code_chunks c ON c.tenant_id = $1 AND c.id = w.id
-                     JOIN public.code_files f ON f.tenant_id = $1 AND f.id = c.file_id
+               ARRAY(SELECT c.id FROM c
+                     CROSS JOIN LATERAL (SELECT f.path FROM public.code_files f
+                                         WHERE f.tenant_id = $1 AND f.id = c.file_id OFFSET 0) f
                      WHERE ($7::text IS NULL OR f.path LIKE $7) %s ORDER BY c.id LIMIT $5)', v_src, v_pats)
         INTO v_rows, v_max, v_ids
         USING v_tenant, p_repo_ids, p_path_prefix, p_after_chunk, p_limit, p_patterns, v_prefix, v_window;
@@ -152,13 +169,10 @@ BEGIN
                           THEN NULL ELSE p_after_chunk + v_window END;
     END IF;
 
-    RETURN QUERY EXECUTE v_select || '
-        FROM public.code_chunks c
-        JOIN public.code_files f ON f.tenant_id = $1 AND f.id = c.file_id
-        JOIN public.repositories r ON r.tenant_id = $1 AND r.id = c.repository_id
-        WHERE c.tenant_id = $1 AND c.id = ANY($2) ORDER BY c.id'
-        USING v_tenant, v_ids;
-    IF coalesce(array_length(v_ids, 1), 0) >= p_limit OR v_done_to IS NULL THEN
+    RETURN QUERY EXECUTE v_rows_sql USING v_tenant, v_ids;
+    -- Without patterns (a repository-scoped, literal-less regex) every
+    -- chunk of the window is a candidate, so the window always suffices.
+    IF coalesce(array_length(v_ids, 1), 0) >= p_limit OR v_done_to IS NULL OR v_npat = 0 THEN
         RETURN;
     END IF;
 

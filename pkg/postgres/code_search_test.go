@@ -99,8 +99,8 @@ func TestSearchCandidatesMatchesReference(t *testing.T) {
 	}{{"one repository", repos[5:6]}, {"three repositories", []int64{repos[9], repos[1], repos[4]}}, {"twelve repositories", repos}} {
 		for _, pats := range [][]string{{"common"}, {"middleword"}, {"needle_rare"}, {"middleword", "func f"}, {"nomatchatall"}, nil} {
 			for _, prefix := range []string{"", "src/dir3/", "src/dir3/file13", "src/"} {
-				if pats == nil && prefix == "" {
-					continue // refused before the database
+				if pats == nil && prefix == "" && len(repoSet.ids) > 1 {
+					continue // refused before the database unless scoped to a repository
 				}
 				for _, limit := range []int{7, 200} {
 					name := fmt.Sprintf("%s/%v/prefix=%q/limit=%d", repoSet.name, pats, prefix, limit)
@@ -167,5 +167,47 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 		if len(cands) != 0 {
 			t.Errorf("tenant alpha with bravo's repositories %v, %v, %q: %d candidates", tc.repos, tc.patterns, tc.prefix, len(cands))
 		}
+	}
+}
+
+// TestSearchCandidatesPlans asserts, on seeded data and as the runtime role,
+// which index each branch of search_code_candidates reads, so that a later
+// change cannot silently fall back to reading every chunk.
+func TestSearchCandidatesPlans(t *testing.T) {
+	env := pgtest.New(t)
+	tenant, repos := seedCode(t, env, "code", 12, 200)
+	conn, plans := explainConn(t, env)
+	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32)`
+	for _, tc := range []struct {
+		name     string
+		repos    []int64
+		patterns []string
+		prefix   string
+		want     []string
+		never    []string
+	}{
+		{"common literal, one repository", repos[2:3], []string{"%common%"}, "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_content_trgm"}},
+		{"common literal, many repositories", repos, []string{"%common%"}, "", []string{"code_chunks_pkey"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_content_trgm"}},
+		{"rare literal", repos[:3], []string{"%needle_rare%"}, "", []string{"code_chunks_tenant_content_trgm"}, []string{"Seq Scan on code_chunks"}},
+		{"narrow path prefix", repos, []string{"%middleword%"}, "src/dir3/", []string{"code_files_tenant_path", "code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
+		{"no pattern", repos[:1], nil, "src/dir3/", []string{"code_files_tenant_path"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			patterns := tc.patterns
+			if patterns == nil {
+				patterns = []string{}
+			}
+			all := planOf(t, conn, plans, tenant, q, tc.repos, patterns, tc.prefix)
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("plan does not use %s:\n%s", w, all)
+				}
+			}
+			for _, n := range tc.never {
+				if strings.Contains(all, n) {
+					t.Errorf("plan contains %q:\n%s", n, all)
+				}
+			}
+		})
 	}
 }
