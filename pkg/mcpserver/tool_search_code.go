@@ -39,21 +39,20 @@ var searchCode = tool{
 	run: runSearchCode,
 }
 
-// Search budgets: candidate chunks fetched per round (the first round asks
-// for searchFirstBatch, each further round for twice as many up to
-// searchBatch), rounds per call, and wall time per call. A call that spends
-// its budget returns what it found with a cursor to continue.
+// Search budgets: candidate chunks fetched per round, rounds per call, and
+// wall time per call. A call that spends its budget returns what it found
+// with a cursor to continue.
 //
-// The small first round matters: most literal candidates are matches, so 32
-// chunks usually hold the 20 lines a page needs, and search_code_candidates
-// can answer a small request from a short window of the index instead of
-// asking the trigram index for every match (policies/search.sql).
+// Each round is one call of search_code_candidates, which checks a window of
+// the next chunks first (eight times the batch) and asks the trigram index
+// only when the window holds too few candidates; a first round smaller than
+// the batch was tried and made queries that need several rounds pay for the
+// trigram route several times (docs/benchmarks.md).
 const (
-	searchFirstBatch = 32
-	searchBatch      = 200
-	searchMaxRounds  = 25
-	searchBudget     = 1500 * time.Millisecond
-	maxLineBytes     = 500
+	searchBatch     = 200
+	searchMaxRounds = 25
+	searchBudget    = 1500 * time.Millisecond
+	maxLineBytes    = 500
 )
 
 type searchCodePos struct {
@@ -148,8 +147,7 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 			budgetSpent = true
 			break
 		}
-		batch := min(searchFirstBatch<<round, searchBatch)
-		cands, err := postgres.SearchCandidates(ctx, s.deps.DB, s.principal.TenantID, repoIDs, plan.LikePatterns(), pf.Prefix, after, batch)
+		cands, err := postgres.SearchCandidates(ctx, s.deps.DB, s.principal.TenantID, repoIDs, plan.LikePatterns(), pf.Prefix, after, searchBatch)
 		if err != nil {
 			return shape.Doc{}, err
 		}
@@ -184,7 +182,7 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 				matches = append(matches, m)
 			}
 		}
-		if len(cands) < batch {
+		if len(cands) < searchBatch {
 			exhausted = true
 			break
 		}
