@@ -75,9 +75,16 @@ RETURNS TABLE (
     map_repo_ids    bigint[],
     oauth_grant_id  uuid
 )
-LANGUAGE sql STABLE SECURITY DEFINER
+-- plpgsql, not sql: a LANGUAGE sql SECURITY DEFINER function is never
+-- inlined and is planned again on every call, while plpgsql keeps the plan
+-- of its statement for the connection. This is the one query of every MCP
+-- request (issue 11).
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, public, pg_temp
 AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     SELECT t.id, t.tenant_id, t.user_id, t.expires_at, t.revoked_at, t.last_used_at,
            (u.id IS NOT NULL AND u.deleted_at IS NULL),
            coalesce((s.settings #>> '{mcp,enabled}')::boolean, false),
@@ -105,7 +112,8 @@ AS $$
     WHERE t.token_hash = p_hash
       AND (t.oauth_grant_id IS NULL
            OR (t.audience = p_resource
-               AND coalesce((s.settings #>> '{oauth,enabled}')::boolean, true)))
+               AND coalesce((s.settings #>> '{oauth,enabled}')::boolean, true)));
+END
 $$;
 ALTER FUNCTION auth_token(bytea, text) OWNER TO {{auth}};
 REVOKE ALL ON FUNCTION auth_token(bytea, text) FROM PUBLIC;

@@ -20,17 +20,31 @@ CREATE POLICY code_search_read ON repositories FOR SELECT TO {{search}} USING (t
 
 -- search_code_candidates returns the chunks of the given repositories whose
 -- content contains every pattern (case-insensitive ILIKE patterns, already
--- escaped by the caller), in chunk order after p_after_chunk, at most
--- p_limit of them, with their file's path. The caller filters paths and
--- confirms each candidate line by line; p_path_prefix only narrows the scan
--- when there is no pattern (a scoped, literal-less regex).
+-- escaped by the caller) and whose file's path starts with p_path_prefix
+-- (empty: any), in chunk order after p_after_chunk, at most p_limit of them,
+-- with their file's path. The caller confirms each candidate line by line.
 --
--- The plan is pinned rather than left to statistics, which are missing
--- right after an index is written (the runtime role cannot ANALYZE): with
--- patterns, the trigram GIN index finds the candidate chunks first and only
--- those are joined to their files; without, the files under the prefix are
--- read first. Sequential and plain index scans are switched off inside the
--- function so that neither plan degrades into reading every chunk.
+-- The answer is always "the first p_limit matching chunks after
+-- p_after_chunk"; only the way there depends on the query, so that neither a
+-- common nor a rare literal, nor one repository of a big tenant, falls off a
+-- cliff (issue 11):
+--  * a path prefix with no pattern (a scoped, literal-less regex), or a
+--    narrow one (fewer than 2,000 files under it): the files under the
+--    prefix first, then their chunks, checked without the trigram index;
+--  * otherwise, phase 1: a window of the next chunks of the granted
+--    repositories in id order is checked (per repository through
+--    code_chunks_tenant_repo_id when there are few, else an id range), which
+--    finds a common literal's matches long before a trigram bitmap over the
+--    whole tenant could have been built and sorted; phase 2, only when the
+--    window holds too few matches: the trigram index, for the chunks after
+--    the window. Phase 1's matches come first (smaller ids), phase 2's after.
+--    A literal-less regex scoped to a repository is all window.
+--
+-- Plans are pinned where statistics cannot be trusted (they are missing
+-- right after an index is written, and the runtime role cannot ANALYZE):
+-- phase 2 switches sequential and plain index scans off for its statement
+-- (scoped to this function by the SET clauses), so it takes the trigram
+-- bitmap and never degrades into reading every chunk.
 DROP FUNCTION IF EXISTS search_code_candidates(bigint[], text[], text, bigint, integer);
 CREATE FUNCTION search_code_candidates(
     p_repo_ids    bigint[],
@@ -50,44 +64,134 @@ RETURNS TABLE (
     content       text)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, public, pg_temp
-SET enable_seqscan = off
-SET enable_indexscan = off
+SET enable_seqscan = on
+SET enable_indexscan = on
 AS $fn$
 DECLARE
-    v_tenant uuid := current_setting('app.tenant_id')::uuid;
-    v_sql    text;
+    v_tenant   uuid := current_setting('app.tenant_id')::uuid;
+    v_npat     integer := coalesce(array_length(p_patterns, 1), 0);
+    v_nrepo    integer := coalesce(array_length(p_repo_ids, 1), 0);
+    v_pats     text := '';
+    v_prefix   text := NULL;
+    v_window   integer := greatest(800, p_limit * 8);
+    v_files    integer;
+    v_rows     integer;
+    v_max      bigint;
+    v_done_to  bigint;
+    v_ids      bigint[];
+    v_src      text;
+    -- A page of rows by primary key ($2: the ids, in order); OFFSET 0 keeps
+    -- each lateral lookup a lookup, never a hash of every file of the tenant.
+    v_rows_sql constant text := 'SELECT c.id, c.repository_id, r.full_name, f.commit_sha, f.path, c.start_line, c.end_line, f.line_count, c.content
+        FROM public.code_chunks c
+        CROSS JOIN LATERAL (SELECT f.commit_sha, f.path, f.line_count FROM public.code_files f
+                            WHERE f.tenant_id = $1 AND f.id = c.file_id OFFSET 0) f
+        CROSS JOIN LATERAL (SELECT r.full_name FROM public.repositories r
+                            WHERE r.tenant_id = $1 AND r.id = c.repository_id OFFSET 0) r
+        WHERE c.tenant_id = $1 AND c.id = ANY($2) ORDER BY c.id';
 BEGIN
     IF p_limit IS NULL OR p_limit < 1 OR p_limit > 5000 THEN
         RAISE EXCEPTION 'search_code_candidates: limit must be 1..5000';
     END IF;
-    IF coalesce(array_length(p_patterns, 1), 0) > 5 THEN
+    IF v_npat > 5 THEN
         RAISE EXCEPTION 'search_code_candidates: at most 5 patterns';
     END IF;
-    -- Patterns are bound as parameters ($6[i]), never spliced into the SQL.
-    IF coalesce(array_length(p_patterns, 1), 0) > 0 THEN
-        v_sql := 'WITH cand AS MATERIALIZED (
-                SELECT c.id, c.repository_id, c.file_id, c.start_line, c.end_line, c.content
-                FROM public.code_chunks c
-                WHERE c.tenant_id = $1 AND c.repository_id = ANY($2) AND c.id > $4';
-        FOR i IN 1 .. array_length(p_patterns, 1) LOOP
-            v_sql := v_sql || format(' AND c.content ILIKE $6[%s]', i);
-        END LOOP;
-        v_sql := v_sql || ' ORDER BY c.id LIMIT $5)
-            SELECT cand.id, cand.repository_id, r.full_name, f.commit_sha, f.path, cand.start_line, cand.end_line, f.line_count, cand.content
-            FROM cand
-            JOIN public.code_files f ON f.tenant_id = $1 AND f.id = cand.file_id
-            JOIN public.repositories r ON r.tenant_id = $1 AND r.id = cand.repository_id
-            ORDER BY cand.id';
-    ELSE
-        v_sql := 'SELECT c.id, c.repository_id, r.full_name, f.commit_sha, f.path, c.start_line, c.end_line, f.line_count, c.content
-            FROM public.code_files f
-            JOIN public.code_chunks c ON c.tenant_id = f.tenant_id AND c.file_id = f.id
-            JOIN public.repositories r ON r.tenant_id = f.tenant_id AND r.id = f.repository_id
-            WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND c.id > $4
-              AND ($3 = $q$$q$ OR left(f.path, length($3)) = $3)
-            ORDER BY c.id LIMIT $5';
+    IF v_nrepo = 0 THEN
+        RETURN;
     END IF;
-    RETURN QUERY EXECUTE v_sql USING v_tenant, p_repo_ids, p_path_prefix, p_after_chunk, p_limit, p_patterns;
+    -- Patterns and the prefix are bound as parameters ($6[i], $7), never
+    -- spliced into the SQL; only the choice of predicates is dynamic.
+    FOR i IN 1 .. v_npat LOOP
+        v_pats := v_pats || format(' AND c.content ILIKE $6[%s]', i);
+    END LOOP;
+    IF coalesce(p_path_prefix, '') <> '' THEN
+        v_prefix := replace(replace(replace(p_path_prefix, '\', '\\'), '%', '\%'), '_', '\_') || '%';
+    END IF;
+
+    IF v_prefix IS NOT NULL THEN
+        EXECUTE 'SELECT count(*)::int FROM (SELECT 1 FROM public.code_files f
+                 WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND f.path LIKE $3 LIMIT 2000) x'
+            INTO v_files USING v_tenant, p_repo_ids, v_prefix;
+    END IF;
+    IF v_prefix IS NOT NULL AND (v_npat = 0 OR v_files < 2000) THEN
+        -- Files first: the files under the prefix, then their chunks (one
+        -- index lookup per file), each checked for the patterns; the page's
+        -- rows are read afterwards. The CTE and OFFSET 0 keep that order
+        -- whatever the estimates say of the patterns.
+        EXECUTE format('WITH f AS MATERIALIZED (
+                SELECT f.id FROM public.code_files f
+                WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND f.path LIKE $7)
+            SELECT ARRAY(SELECT c.id FROM f
+                CROSS JOIN LATERAL (SELECT c.id, c.content FROM public.code_chunks c
+                                    WHERE c.tenant_id = $1 AND c.file_id = f.id AND c.id > $4 OFFSET 0) c
+                WHERE true %s ORDER BY c.id LIMIT $5)', v_pats)
+            INTO v_ids
+            USING v_tenant, p_repo_ids, p_path_prefix, p_after_chunk, p_limit, p_patterns, v_prefix;
+        RETURN QUERY EXECUTE v_rows_sql USING v_tenant, v_ids;
+        RETURN;
+    END IF;
+
+    -- Phase 1: the window.
+    IF v_nrepo <= 8 THEN
+        -- The first v_window chunks of each repository after the position;
+        -- the v_window smallest of their union are the window (every one of
+        -- the overall first v_window is among its repository's first).
+        -- Ids only (an index-only walk); contents are read for the window.
+        v_src := 'SELECT w.id FROM unnest($2) AS g(rid)
+            CROSS JOIN LATERAL (SELECT c.id FROM public.code_chunks c
+                WHERE c.tenant_id = $1 AND c.repository_id = g.rid AND c.id > $4
+                ORDER BY c.id LIMIT $8) w
+            ORDER BY w.id LIMIT $8';
+    ELSE
+        -- Many repositories: an id range, so that the work stays bounded
+        -- however few of the range's chunks are granted.
+        v_src := 'SELECT c.id FROM public.code_chunks c
+            WHERE c.tenant_id = $1 AND c.id > $4 AND c.id <= $4 + $8 AND c.repository_id = ANY($2)';
+    END IF;
+    -- The window's chunks are fetched by primary key before the patterns
+    -- are checked (a CTE of its own), so that the planner cannot trade the
+    -- window for a trigram bitmap on a misestimated pattern.
+    EXECUTE format('WITH w AS MATERIALIZED (%s),
+        c AS MATERIALIZED (SELECT c.id, c.file_id, c.content FROM public.code_chunks c
+                           WHERE c.tenant_id = $1 AND c.id = ANY(ARRAY(SELECT w.id FROM w)))
+        SELECT (SELECT count(*)::int FROM w), (SELECT max(w.id) FROM w),
+               ARRAY(SELECT c.id FROM c
+                     CROSS JOIN LATERAL (SELECT f.path FROM public.code_files f
+                                         WHERE f.tenant_id = $1 AND f.id = c.file_id OFFSET 0) f
+                     WHERE ($7::text IS NULL OR f.path LIKE $7) %s ORDER BY c.id LIMIT $5)', v_src, v_pats)
+        INTO v_rows, v_max, v_ids
+        USING v_tenant, p_repo_ids, p_path_prefix, p_after_chunk, p_limit, p_patterns, v_prefix, v_window;
+    IF v_nrepo <= 8 THEN
+        -- Fewer rows than asked for: the window reached the end.
+        v_done_to := CASE WHEN v_rows < v_window THEN NULL ELSE v_max END;
+    ELSE
+        v_done_to := CASE WHEN p_after_chunk + v_window >= (SELECT max(c.id) FROM public.code_chunks c WHERE c.tenant_id = v_tenant)
+                          THEN NULL ELSE p_after_chunk + v_window END;
+    END IF;
+
+    RETURN QUERY EXECUTE v_rows_sql USING v_tenant, v_ids;
+    -- Without patterns (a repository-scoped, literal-less regex) every
+    -- chunk of the window is a candidate, so the window always suffices.
+    IF coalesce(array_length(v_ids, 1), 0) >= p_limit OR v_done_to IS NULL OR v_npat = 0 THEN
+        RETURN;
+    END IF;
+
+    -- Phase 2: the trigram index, after the window.
+    PERFORM set_config('enable_seqscan', 'off', true);
+    PERFORM set_config('enable_indexscan', 'off', true);
+    RETURN QUERY EXECUTE 'WITH cand AS MATERIALIZED (
+            SELECT c.id, c.repository_id, c.file_id, c.start_line, c.end_line, c.content
+            FROM public.code_chunks c
+            WHERE c.tenant_id = $1 AND c.repository_id = ANY($2) AND c.id > $4' || v_pats || '
+              AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM public.code_files pf
+                   WHERE pf.tenant_id = $1 AND pf.id = c.file_id AND pf.path LIKE $7))
+            ORDER BY c.id LIMIT $5)
+        SELECT cand.id, cand.repository_id, r.full_name, f.commit_sha, f.path, cand.start_line, cand.end_line, f.line_count, cand.content
+        FROM cand
+        JOIN public.code_files f ON f.tenant_id = $1 AND f.id = cand.file_id
+        JOIN public.repositories r ON r.tenant_id = $1 AND r.id = cand.repository_id
+        ORDER BY cand.id'
+        USING v_tenant, p_repo_ids, p_path_prefix, v_done_to, p_limit - coalesce(array_length(v_ids, 1), 0), p_patterns, v_prefix;
 END
 $fn$;
 ALTER FUNCTION search_code_candidates(bigint[], text[], text, bigint, integer) OWNER TO {{search}};

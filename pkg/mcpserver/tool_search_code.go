@@ -43,6 +43,12 @@ var searchCode = tool{
 // Search budgets: candidate chunks fetched per round, rounds per call, and
 // wall time per call. A call that spends its budget returns what it found
 // with a cursor to continue.
+//
+// Each round is one call of search_code_candidates, which checks a window of
+// the next chunks first (eight times the batch) and asks the trigram index
+// only when the window holds too few candidates; a first round smaller than
+// the batch was tried and made queries that need several rounds pay for the
+// trigram route several times (docs/benchmarks.md).
 const (
 	searchBatch     = 200
 	searchMaxRounds = 25

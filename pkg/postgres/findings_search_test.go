@@ -202,28 +202,7 @@ func TestSearchFindingsPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plans []string
-	cfg, err := pgx.ParseConfig(env.AdminURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { plans = append(plans, n.Message) }
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, q := range []string{
-		"LOAD 'auto_explain'",
-		"SET auto_explain.log_min_duration = 0",
-		"SET auto_explain.log_nested_statements = on",
-		"SET client_min_messages = log",
-		"SET ROLE " + pgx.Identifier{env.Roles.App}.Sanitize(),
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	conn, plans := explainConn(t, env)
 	member := postgres.RepoFilter{IDs: s.MemberRepoIDs}
 	repo := s.MemberRepoIDs[1]
 	pr := 3
@@ -246,22 +225,7 @@ func TestSearchFindingsPlans(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			plans = plans[:0]
-			err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-				if _, err := tx.Exec(ctx, "SELECT set_config('app.tenant_id', $1, true)", s.TenantID); err != nil {
-					return err
-				}
-				rows, err := tx.Query(ctx, sql, args...)
-				if err != nil {
-					return err
-				}
-				rows.Close()
-				return rows.Err()
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			all := strings.Join(plans, "\n")
+			all := planOf(t, conn, plans, s.TenantID, sql, args...)
 			for _, w := range tc.want {
 				if !strings.Contains(all, w) {
 					t.Errorf("plan does not use %s:\n%s", w, all)
@@ -274,4 +238,59 @@ func TestSearchFindingsPlans(t *testing.T) {
 			}
 		})
 	}
+}
+
+// explainConn connects as the administrator, loads auto_explain so that the
+// plan of every statement — including those inside plpgsql functions —
+// arrives as a notice, and then becomes the runtime role, so that the plans
+// are the ones RLS allows it. The returned slice collects the plans.
+func explainConn(t *testing.T, env *pgtest.Env) (*pgx.Conn, *[]string) {
+	t.Helper()
+	ctx := context.Background()
+	plans := &[]string{}
+	cfg, err := pgx.ParseConfig(env.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { *plans = append(*plans, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, q := range []string{
+		"LOAD 'auto_explain'",
+		"SET auto_explain.log_min_duration = 0",
+		"SET auto_explain.log_nested_statements = on",
+		"SET client_min_messages = log",
+		"SET ROLE " + pgx.Identifier{env.Roles.App}.Sanitize(),
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return conn, plans
+}
+
+// planOf runs sql in a transaction of tenant on conn and returns the plans
+// auto_explain reported for it.
+func planOf(t *testing.T, conn *pgx.Conn, plans *[]string, tenant, sql string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	*plans = (*plans)[:0]
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT set_config('app.tenant_id', $1, true)", tenant); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(*plans, "\n")
 }
