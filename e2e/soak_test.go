@@ -881,6 +881,15 @@ func soakReport(cfg soakConfig, shots []shot, lastSend time.Duration, rss, ready
 		in.tokensOK, in.tokensFailed, in.tokensAuthenticated, in.tokensBefore, in.tokensAfter, in.eventsBefore, in.eventsAfter)
 	fmt.Fprintf(&b, "- Imports: %d committed, %d refused; %d of the committed are present with all their findings; %d refused ones are present (whole).\n",
 		in.importsOK, in.importsFailed, in.importsPresent, in.failedImportsPresent)
+	for _, w := range writes {
+		if !w.ok {
+			out := w.out
+			if len(out) > 120 {
+				out = out[:120] + "…"
+			}
+			fmt.Fprintf(&b, "- Refused write %d (%s) at %s: %s\n", w.n, w.kind, rel(w.at), out)
+		}
+	}
 	if len(in.problems) == 0 {
 		b.WriteString("- Nothing committed was lost.\n")
 	}

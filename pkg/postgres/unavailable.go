@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -53,6 +54,11 @@ func isConnFailure(err error) bool {
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) {
 		return true
+	}
+	// The caller's own deadline or cancellation is not an outage (and
+	// context.DeadlineExceeded would pass for a net.Error below).
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) {

@@ -99,6 +99,13 @@ func TestConnectionLossIsUnavailable(t *testing.T) {
 		if err == nil || codelotse.ErrorCode(err) != codelotse.Internal {
 			t.Errorf("a failing statement: %v (code %s), want Internal", err, codelotse.ErrorCode(err))
 		}
+		// A request whose client went away is not an outage either.
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		err = db.ReadTenant(cctx, tenant, "SELECT 1", nil, func(pgx.Rows) error { return nil })
+		if err == nil || codelotse.ErrorCode(err) == codelotse.Unavailable {
+			t.Errorf("a canceled request: %v (code %s), want an error that is not Unavailable", err, codelotse.ErrorCode(err))
+		}
 	})
 }
 
