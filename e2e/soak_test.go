@@ -893,7 +893,7 @@ func soakReport(cfg soakConfig, shots []shot, lastSend time.Duration, rss, ready
 		in.importsOK, in.importsFailed, in.importsPresent, in.failedImportsPresent)
 	for _, w := range writes {
 		if !w.ok {
-			out := w.out
+			out := strings.Join(strings.Fields(w.out), " ")
 			if len(out) > 120 {
 				out = out[:120] + "…"
 			}
