@@ -47,6 +47,11 @@ e2e: ## end-to-end tests against the built binaries
 conformance: ## the official MCP conformance suite against the built API (part of make test; npm ci in e2e/conformance)
 	$(GO) test -count=1 -tags e2e -run 'TestConformance' -v ./e2e/
 
+.PHONY: soak
+soak: ## open-loop soak with a PostgreSQL restart on a private cluster (SOAK_RATE=600 SOAK_DURATION=10m; see docs/benchmarks.md)
+	SOAK_RATE=$${SOAK_RATE:-600} SOAK_DURATION=$${SOAK_DURATION:-10m} SOAK_STRICT=$${SOAK_STRICT:-1} \
+		$(GO) test -count=1 -tags e2e -run '^TestSoak$$' -v -timeout 60m ./e2e/
+
 .PHONY: lint
 lint: ## gofmt, go vet, staticcheck, go mod tidy (every module), deploy/ manifests, no binaries or files over 1 MB, gitleaks
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -53,6 +53,8 @@ type stack struct {
 	url  string // PUBLIC_URL
 	env  []string
 	logs *syncBuffer
+	// api is the API process started last (the soak reads its RSS).
+	api *os.Process
 }
 
 type syncBuffer struct {
@@ -111,6 +113,7 @@ func (s *stack) startAPI(publicURL string, logs *syncBuffer, extra ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	s.api = cmd.Process
 	t.Cleanup(func() {
 		cancel()
 		_ = cmd.Wait()

@@ -89,7 +89,7 @@ func (s *Server) mcpPost(c echo.Context) error {
 	res, err := s.authenticate(c)
 	if err != nil {
 		s.cfg.Logger.Error("authenticating a token failed", "err", err)
-		return jsonRPCError(c, http.StatusServiceUnavailable, -32603, "Service unavailable; try again shortly.")
+		return unavailable(c, nil)
 	}
 	if res.Failure != nil {
 		s.cfg.Logger.Info("bearer request refused", "reason", res.Failure.Reason)
@@ -147,11 +147,12 @@ func (s *Server) mcpPost(c echo.Context) error {
 			"error": map[string]any{"code": -32603, "message": "Internal error: the answer was too large. The failure was logged."},
 		})
 	}
+	errType := outcome(rec.status, rec.body.Bytes())
 	if msg.Method != "" && !strings.HasPrefix(msg.Method, "notifications/") {
 		// Client-supplied names are bounded to known values so that metric
 		// series cannot be multiplied by a client.
 		op := telemetry.MCPOperation{Method: known(msg.Method, mcpMethods), ProtocolVersion: known(msg.protocolVersion(r.Header), protocolVersions),
-			ErrorType: outcome(rec.status, rec.body.Bytes())}
+			ErrorType: errType}
 		if msg.Method == "tools/call" {
 			op.Tool = known(msg.Params.Name, mcpserver.ToolNames())
 		}
@@ -159,6 +160,10 @@ func (s *Server) mcpPost(c echo.Context) error {
 		endSpan(op)
 	} else {
 		endSpan(telemetry.MCPOperation{Method: msg.Method})
+	}
+	if errType == strconv.Itoa(mcpserver.CodeUnavailable) {
+		// A tool found the database unreachable after authentication.
+		return unavailable(c, msg.ID)
 	}
 	if rec.status == http.StatusBadRequest && !strings.HasPrefix(rec.header.Get("Content-Type"), "application/json") {
 		// The SDK refused the message with a plain-text reason.
@@ -339,6 +344,22 @@ func (s *Server) unauthorized(c echo.Context, f *authn.Failure) error {
 	}
 	c.Response().Header().Set("WWW-Authenticate", v)
 	return c.Blob(http.StatusUnauthorized, "application/json", []byte(unauthorizedBody))
+}
+
+// unavailable answers a request that failed because the database cannot be
+// reached: 503 with Retry-After and a JSON-RPC error, whether the outage
+// struck authentication or a tool, so a client sees one answer for one
+// cause (never a 500 or an "Internal error").
+func unavailable(c echo.Context, id json.RawMessage) error {
+	c.Response().Header().Set("Retry-After", "1")
+	var rid any
+	if len(id) > 0 {
+		rid = id
+	}
+	return c.JSON(http.StatusServiceUnavailable, map[string]any{
+		"jsonrpc": "2.0", "id": rid,
+		"error": map[string]any{"code": mcpserver.CodeUnavailable, "message": mcpserver.UnavailableMessage},
+	})
 }
 
 // jsonRPCError answers with a JSON-RPC error body and an HTTP status.

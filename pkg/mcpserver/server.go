@@ -38,6 +38,15 @@ const Instructions = "CodeLotse holds your organisation's code-review state: rep
 // through initialize.
 var ProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"}
 
+// CodeUnavailable is the JSON-RPC error code (in the range JSON-RPC leaves
+// to servers) of a request that failed because the database could not be
+// reached; the HTTP edge answers it with 503 and Retry-After. It is never
+// an internal error: the same request succeeds once the database is back.
+const CodeUnavailable = -32003
+
+// UnavailableMessage is the message of CodeUnavailable.
+const UnavailableMessage = "Service unavailable: the database cannot be reached; try again shortly."
+
 // Deps are what the tools need, shared by every request.
 type Deps struct {
 	DB     *postgres.DB
@@ -167,7 +176,15 @@ func (s *session) wrap(t tool) mcp.ToolHandler {
 		doc, terr := t.run(ctx, s, args)
 		if terr != nil {
 			code := codelotse.ErrorCode(terr)
-			if code == codelotse.Internal || code == codelotse.Unavailable {
+			if code == codelotse.Unavailable {
+				// Not the tool's failure and not the agent's: the same call
+				// works once the database is back. A protocol error with its
+				// own code lets the HTTP edge answer 503 with Retry-After,
+				// exactly like an outage that strikes during authentication.
+				s.deps.Logger.Warn("tool failed: database unavailable", "tool", t.name, "err", terr)
+				return nil, &jsonrpc.Error{Code: CodeUnavailable, Message: UnavailableMessage}
+			}
+			if code == codelotse.Internal {
 				s.deps.Logger.Error("tool failed", "tool", t.name, "err", terr)
 				return errorResult("Internal error. The failure was logged; try again later."), nil
 			}

@@ -114,12 +114,12 @@ func (db *DB) InTenant(ctx context.Context, tenantID string, fn func(pgx.Tx) err
 	if tenantID == "" {
 		return codelotse.Errorf(codelotse.Internal, "tenant transaction without a tenant")
 	}
-	return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+	return classifyConn(pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, setTenant, tenantID); err != nil {
 			return err
 		}
 		return fn(tx)
-	})
+	}))
 }
 
 // ReadTenant runs one read in a single round trip: a pipeline of the tenant
@@ -137,6 +137,10 @@ func (db *DB) ReadTenantTimeout(ctx context.Context, tenantID string, timeout ti
 }
 
 func (db *DB) readTenant(ctx context.Context, tenantID string, timeout time.Duration, sql string, args []any, scan func(pgx.Rows) error) error {
+	return classifyConn(db.readTenantBatch(ctx, tenantID, timeout, sql, args, scan))
+}
+
+func (db *DB) readTenantBatch(ctx context.Context, tenantID string, timeout time.Duration, sql string, args []any, scan func(pgx.Rows) error) error {
 	if tenantID == "" {
 		return codelotse.Errorf(codelotse.Internal, "tenant read without a tenant")
 	}
