@@ -292,7 +292,7 @@ func TestAccessChangesAudited(t *testing.T) {
 		{[]string{"idp", "unmap", "--tenant", "acme", "--group", "eng"}, "idp.mapping_removed", "eng"},
 		{[]string{"idp", "disable", "--tenant", "acme"}, "", ""},
 		{[]string{"user", "delete", "--tenant", "acme", "--email", "dev@acme.test"}, "user.deleted", "dev@acme.test"},
-		{[]string{"break-glass", "--tenant", "acme", "--email", "ops@acme.test"}, "break_glass.issued", "ops@acme.test"},
+		{[]string{"break-glass", "--tenant", "acme", "--email", "boss@acme.test"}, "break_glass.issued", "boss@acme.test"},
 	}
 	last := func() (int64, string, string) {
 		var id int64

@@ -131,6 +131,9 @@ func TestGitHubMembershipRefresh(t *testing.T) {
 		email := login + "@acme.test"
 		s.cltctl("user", "add", "--tenant", "acme", "--email", email)
 		s.exec(`UPDATE users SET github_user_id = $1, github_login = $2 WHERE email = $3`, id, login, email)
+		// As a GitHub sign-in leaves it: a cache from GitHub, which ages
+		// (cltctl's local memberships do not).
+		s.exec(`UPDATE tenant_memberships SET source = 'github' WHERE user_id = (SELECT id FROM users WHERE email = $1)`, email)
 		s.cltctl("repo", "grant", "--tenant", "acme", "--email", email, "--full-name", "acme-org/api")
 		toks[login] = s.token("acme", email, "agent")
 	}

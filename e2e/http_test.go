@@ -102,7 +102,9 @@ func TestBearerEdge(t *testing.T) {
 		{"cookie only", map[string]string{"Cookie": "session=" + valid}, missing},
 		{"revoked", map[string]string{"Authorization": "Bearer " + revoked}, challenge("this token was revoked: create a new one on the MCP access page")},
 		{"expired", map[string]string{"Authorization": "Bearer " + expired}, challenge("this token has expired: create a new one on the MCP access page")},
-		{"user deleted", map[string]string{"Authorization": "Bearer " + gone}, challenge("the account of this token no longer belongs to the organisation")},
+		// Deleting a user revokes their tokens in the same transaction
+		// (issue 9), so the deleted user's token reads as revoked.
+		{"user deleted", map[string]string{"Authorization": "Bearer " + gone}, challenge("this token was revoked: create a new one on the MCP access page")},
 		{"MCP switched off", map[string]string{"Authorization": "Bearer " + quiet}, challenge("MCP access is switched off for this organisation: ask a tenant admin to switch it on")},
 		{"stale GitHub membership", map[string]string{"Authorization": "Bearer " + stale}, refresh},
 	} {
