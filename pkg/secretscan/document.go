@@ -42,29 +42,8 @@ func (r *Redactor) redactDocument(s string, find bool) (string, map[string]int, 
 	if find {
 		found = r.found(s, spans)
 	}
-	counts := map[string]int{}
-	var b strings.Builder
-	b.Grow(len(s))
-	last := 0
-	for i := 0; i < len(spans); {
-		start, end, ri := spans[i].start, spans[i].end, spans[i].rule
-		j := i + 1
-		for j < len(spans) && spans[j].start < end {
-			end = max(end, spans[j].end)
-			if r.rs.rules[spans[j].rule].label > r.rs.rules[ri].label {
-				ri = spans[j].rule
-			}
-			j++
-		}
-		id := r.rs.rules[ri].id
-		b.WriteString(s[last:start])
-		writeLinePlaceholders(&b, s[start:end], "[REDACTED:"+id+"]")
-		counts[id]++
-		last = end
-		i = j
-	}
-	b.WriteString(s[last:])
-	return b.String(), counts, found
+	out, counts := r.replace(s, spans, writeLinePlaceholders)
+	return out, counts, found
 }
 
 // writeLinePlaceholders writes one placeholder for every line of secret

@@ -129,6 +129,15 @@ func (r *Redactor) Redact(s string) (string, map[string]int) {
 	if len(spans) == 0 {
 		return s, nil
 	}
+	return r.replace(s, spans, func(b *strings.Builder, _, placeholder string) { b.WriteString(placeholder) })
+}
+
+// replace rewrites s with every span (sorted, possibly overlapping) replaced
+// by write, which receives the secret's text and its placeholder
+// [REDACTED:<rule-id>]; overlapping spans merge under the rule with the
+// highest label. It returns the replacements per rule id. Redact writes one
+// placeholder per secret, RedactDocument one per line of it.
+func (r *Redactor) replace(s string, spans []span, write func(b *strings.Builder, secret, placeholder string)) (string, map[string]int) {
 	counts := map[string]int{}
 	var b strings.Builder
 	b.Grow(len(s))
@@ -145,9 +154,7 @@ func (r *Redactor) Redact(s string) (string, map[string]int) {
 		}
 		id := r.rs.rules[ri].id
 		b.WriteString(s[last:start])
-		b.WriteString("[REDACTED:")
-		b.WriteString(id)
-		b.WriteString("]")
+		write(&b, s[start:end], "[REDACTED:"+id+"]")
 		counts[id]++
 		last = end
 		i = j
