@@ -460,28 +460,39 @@ func (s *Server) oauthEndpointLimit(c echo.Context, name string, rule ratelimit.
 	return d.Allowed
 }
 
+// tokenRequest is what the token and revocation endpoints check first: the
+// per-address limit, the tenant of the path, the form and the client id.
+// When done is true the answer has been chosen (err is what to return).
+func (s *Server) tokenRequest(c echo.Context) (tid, clientID string, done bool, err error) {
+	if !s.oauthEndpointLimit(c, "token", s.cfg.OAuth.TokenLimit) {
+		return "", "", true, c.JSON(http.StatusTooManyRequests, map[string]string{"error": oauth.ErrTemporarilyUnavailable, "error_description": "too many requests; retry after the Retry-After seconds"})
+	}
+	_, tid, ok, err := s.tenantSlug(c)
+	if err != nil {
+		return "", "", true, tokenError(c, oauth.Errorf(oauth.ErrTemporarilyUnavailable, "try again shortly"))
+	}
+	if !ok {
+		return "", "", true, tokenError(c, oauth.Errorf(oauth.ErrInvalidRequest, "there is no such organisation"))
+	}
+	if e := checkForm(c); e != nil {
+		return "", "", true, tokenError(c, e)
+	}
+	clientID, e := clientIDOf(c)
+	if e != nil {
+		return "", "", true, tokenError(c, e)
+	}
+	return tid, clientID, false, nil
+}
+
 // oauthToken is POST /t/:slug/oauth/token (authorization_code and
 // refresh_token grants). Answers are never cached.
 func (s *Server) oauthToken(c echo.Context) error {
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
-	if !s.oauthEndpointLimit(c, "token", s.cfg.OAuth.TokenLimit) {
-		return c.JSON(http.StatusTooManyRequests, map[string]string{"error": oauth.ErrTemporarilyUnavailable, "error_description": "too many requests; retry after the Retry-After seconds"})
-	}
-	_, tid, ok, err := s.tenantSlug(c)
-	if err != nil {
-		return tokenError(c, oauth.Errorf(oauth.ErrTemporarilyUnavailable, "try again shortly"))
-	}
-	if !ok {
-		return tokenError(c, oauth.Errorf(oauth.ErrInvalidRequest, "there is no such organisation"))
-	}
-	if e := checkForm(c); e != nil {
-		return tokenError(c, e)
-	}
-	clientID, e := clientIDOf(c)
-	if e != nil {
-		return tokenError(c, e)
+	tid, clientID, done, err := s.tokenRequest(c)
+	if done {
+		return err
 	}
 	if clientID == "" {
 		return tokenError(c, oauth.Errorf(oauth.ErrInvalidRequest, "client_id is required"))
@@ -565,22 +576,9 @@ func checkForm(c echo.Context) *oauth.Error {
 // or not the token was known.
 func (s *Server) oauthRevoke(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
-	if !s.oauthEndpointLimit(c, "token", s.cfg.OAuth.TokenLimit) {
-		return c.JSON(http.StatusTooManyRequests, map[string]string{"error": oauth.ErrTemporarilyUnavailable, "error_description": "too many requests; retry after the Retry-After seconds"})
-	}
-	_, tid, ok, err := s.tenantSlug(c)
-	if err != nil {
-		return tokenError(c, oauth.Errorf(oauth.ErrTemporarilyUnavailable, "try again shortly"))
-	}
-	if !ok {
-		return tokenError(c, oauth.Errorf(oauth.ErrInvalidRequest, "there is no such organisation"))
-	}
-	if e := checkForm(c); e != nil {
-		return tokenError(c, e)
-	}
-	clientID, e := clientIDOf(c)
-	if e != nil {
-		return tokenError(c, e)
+	tid, clientID, done, err := s.tokenRequest(c)
+	if done {
+		return err
 	}
 	tok := c.FormValue("token")
 	if tok == "" || clientID == "" {
