@@ -10,7 +10,6 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,39 +20,6 @@ import (
 
 // refreshEvery is the worker's membership refresh interval in these tests.
 const refreshEvery = 2 * time.Second
-
-// stoppableWorker starts a worker like stack.startWorker, and returns a
-// function that stops it (and waits for it), so a test can show what
-// happens without a worker.
-func stoppableWorker(s *stack, logs *syncBuffer, extra ...string) (stop func()) {
-	t := s.t
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "worker"))
-	cmd.Env = append(append([]string{}, s.env...), extra...)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 30 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		_ = cmd.Wait()
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("worker output:\n%s", logs.String())
-		}
-	})
-	return stop
-}
 
 // adminPage signs in with a break-glass link (raw HTTP, a cookie jar) and
 // returns the tenant's admin page.

@@ -248,9 +248,10 @@ func callMeta(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 	return b.String(), res.IsError, res.Meta
 }
 
-// startWorker starts a worker process with the stack's environment plus
-// extra settings; it stops when the test ends.
-func (s *stack) startWorker(logs *syncBuffer, extra ...string) {
+// stoppableWorker starts a worker like stack.startWorker, and returns a
+// function that stops it (and waits for it), so a test can show what
+// happens without a worker.
+func stoppableWorker(s *stack, logs *syncBuffer, extra ...string) (stop func()) {
 	t := s.t
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -262,11 +263,28 @@ func (s *stack) startWorker(logs *syncBuffer, extra ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		_ = cmd.Wait()
+	}
+	t.Cleanup(func() {
+		stop()
 		if t.Failed() {
 			t.Logf("worker output:\n%s", logs.String())
 		}
 	})
+	return stop
+}
+
+// startWorker starts a worker process with the stack's environment plus
+// extra settings; it stops when the test ends (stoppableWorker also lets a
+// test stop it earlier).
+func (s *stack) startWorker(logs *syncBuffer, extra ...string) {
+	s.t.Helper()
+	stoppableWorker(s, logs, extra...)
 }
