@@ -54,6 +54,9 @@ var idArgs = map[string]bool{"repository": true, "review_id": true, "finding_ids
 // hold one) and integers beyond int4 outside the id arguments. Both are
 // the caller's mistake and get an in-band message that names the argument.
 func checkArgValues(raw json.RawMessage) error {
+	if !mayHoldBadValue(raw) {
+		return nil // the common case: no second decode on the request path
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var args map[string]any
@@ -105,6 +108,27 @@ func checkArgValues(raw json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// mayHoldBadValue is checkArgValues' prefilter on the raw bytes. A NUL can
+// reach a JSON string only as the escape \u0000 (raw control characters are
+// invalid JSON), and an integer beyond int4 needs at least ten digits in a
+// row; arguments with neither are accepted without decoding them twice.
+func mayHoldBadValue(raw []byte) bool {
+	if bytes.Contains(raw, []byte(`\u0000`)) {
+		return true
+	}
+	run := 0
+	for _, c := range raw {
+		if c >= '0' && c <= '9' {
+			if run++; run >= 10 {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
 }
 
 func jsonKind(k string) string {
