@@ -73,12 +73,12 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 	}
 }
 
-// TestBrowserGitHubSignIn signs in with the GitHub App user flow against a
-// test server that serves GitHub's payload shapes under GITHUB_API_URL:
-// the membership caches are refreshed from the installation, the token
-// sees exactly the repositories the user can see on GitHub, and an expired
-// cache answers 401 with the refresh hint until the next sign-in.
-func TestBrowserGitHubSignIn(t *testing.T) {
+// githubSignInStack is a fake GitHub with one user, octocat (1001), a
+// member of acme-org who can push to acme-org/api but not see
+// acme-org/secret, and a stack whose tenant acme is bound to that
+// installation with GitHub sign-in configured.
+func githubSignInStack(t *testing.T) (*githubtest.Server, *stack) {
+	t.Helper()
 	gh := githubtest.New(t)
 	gh.AddUser(githubtest.User{ID: 1001, Login: "octocat", Name: "The Octocat", Emails: []githubtest.Email{{Email: "octocat@acme.test", Primary: true, Verified: true}}})
 	gh.AddOrg(2001, "acme-org")
@@ -87,11 +87,20 @@ func TestBrowserGitHubSignIn(t *testing.T) {
 	gh.AddRepo(3001, githubtest.Repo{ID: 4002, Name: "secret", Private: true})
 	gh.SetPermission(1001, 4001, "push")
 	gh.SetMembership(1001, 2001, "active", "member")
-
 	s := newStack(t, "GITHUB_CLIENT_ID="+gh.ClientID, "GITHUB_CLIENT_SECRET="+gh.ClientSecret,
 		"GITHUB_API_URL="+gh.APIURL, "GITHUB_WEB_URL="+gh.WebURL)
 	gh.SetCallbackURL(s.url + "/auth/github/callback")
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled", "--github-installation", "3001")
+	return gh, s
+}
+
+// TestBrowserGitHubSignIn signs in with the GitHub App user flow against a
+// test server that serves GitHub's payload shapes under GITHUB_API_URL:
+// the membership caches are refreshed from the installation, the token
+// sees exactly the repositories the user can see on GitHub, and an expired
+// cache answers 401 with the refresh hint until the next sign-in.
+func TestBrowserGitHubSignIn(t *testing.T) {
+	gh, s := githubSignInStack(t)
 
 	ctx := browser(t)
 	gh.SignInAs(1001)

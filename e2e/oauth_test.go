@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/codelotse/codelotse/pkg/githubapp/githubtest"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -274,18 +273,7 @@ func TestOAuthBreakGlassCannotAuthorize(t *testing.T) {
 // pages, lands back on the consent page, and the client then sees exactly
 // the repositories that person can see on GitHub.
 func TestOAuthGitHubSignInResumes(t *testing.T) {
-	gh := githubtest.New(t)
-	gh.AddUser(githubtest.User{ID: 1001, Login: "octocat", Name: "The Octocat", Emails: []githubtest.Email{{Email: "octocat@acme.test", Primary: true, Verified: true}}})
-	gh.AddOrg(2001, "acme-org")
-	gh.AddInstallation(3001, 2001)
-	gh.AddRepo(3001, githubtest.Repo{ID: 4001, Name: "api", Private: true})
-	gh.AddRepo(3001, githubtest.Repo{ID: 4002, Name: "secret", Private: true})
-	gh.SetPermission(1001, 4001, "push")
-	gh.SetMembership(1001, 2001, "active", "member")
-	s := newStack(t, "GITHUB_CLIENT_ID="+gh.ClientID, "GITHUB_CLIENT_SECRET="+gh.ClientSecret,
-		"GITHUB_API_URL="+gh.APIURL, "GITHUB_WEB_URL="+gh.WebURL)
-	gh.SetCallbackURL(s.url + "/auth/github/callback")
-	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled", "--github-installation", "3001")
+	gh, s := githubSignInStack(t)
 
 	ctx := browser(t)
 	gh.SignInAs(1001)
