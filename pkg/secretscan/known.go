@@ -33,6 +33,21 @@ func (r *Redactor) found(s string, spans []span) []Found {
 	var out []Found
 	index := map[[32]byte]int{}
 	label := map[[32]byte]int{}
+	remember := func(value string, rl *rule) {
+		if len(value) < minKnownLen {
+			return
+		}
+		h := sha256.Sum256([]byte(value))
+		if i, ok := index[h]; ok {
+			// The same value under several rules: name it as Redact does.
+			if rl.label > label[h] {
+				out[i].RuleID, label[h] = rl.id, rl.label
+			}
+			return
+		}
+		index[h], label[h] = len(out), rl.label
+		out = append(out, Found{RuleID: rl.id, Fingerprint: h, Length: len(value)})
+	}
 	for _, sp := range spans {
 		secret := strings.Trim(s[sp.start:sp.end], "\"'` \t\r\n")
 		rule := r.rs.rules[sp.rule]
@@ -42,32 +57,32 @@ func (r *Redactor) found(s string, spans []span) []Found {
 			// the middle, a search snippet — is redacted line by line.
 			for _, line := range strings.Split(secret, "\n") {
 				line = strings.TrimSpace(line)
-				if len(line) < minKnownLen || strings.HasPrefix(line, "-----") {
+				if strings.HasPrefix(line, "-----") {
 					continue
 				}
-				h := sha256.Sum256([]byte(line))
-				if _, ok := index[h]; !ok {
-					index[h], label[h] = len(out), rule.label
-					out = append(out, Found{RuleID: rule.id, Fingerprint: h, Length: len(line)})
-				}
+				remember(line, rule)
+				remember(valuePart(line), rule)
 			}
 			continue
 		}
-		if len(secret) < minKnownLen {
-			continue
-		}
-		h := sha256.Sum256([]byte(secret))
-		if i, ok := index[h]; ok {
-			// The same value under several rules: name it as Redact does.
-			if rule.label > label[h] {
-				out[i].RuleID, label[h] = rule.id, rule.label
-			}
-			continue
-		}
-		index[h], label[h] = len(out), rule.label
-		out = append(out, Found{RuleID: rule.id, Fingerprint: h, Length: len(secret)})
+		remember(secret, rule)
+		remember(valuePart(secret), rule)
 	}
 	return out
+}
+
+// valuePart is the value of a secret that a rule reports together with its
+// key ("password: c2VjcmV0…", the whole match of kubernetes-secret-yaml):
+// the text after the last separator (whitespace, ':' or '='), unquoted. The
+// same value elsewhere — bare in a path, a sentence or a glob — holds no
+// key, so only the value's own fingerprint finds it there. It returns ""
+// when the secret has no separator.
+func valuePart(secret string) string {
+	k := strings.LastIndexAny(secret, " \t:=")
+	if k < 0 {
+		return ""
+	}
+	return strings.Trim(secret[k+1:], "\"'` \t\r")
 }
 
 // Known redacts values a tenant is known to have as secrets, by

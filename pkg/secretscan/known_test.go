@@ -68,3 +68,32 @@ func TestKnownInPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestKnownValueOfKeyedSecret: a rule that reports the key with the value
+// (kubernetes-secret-yaml's match is "password: <value>") still teaches the
+// bare value, so the value is redacted where it appears without its key —
+// in a path, a glob, a sentence. Base64 values holding '+' or '/' are the
+// ones no keyword rule catches on their own.
+func TestKnownValueOfKeyedSecret(t *testing.T) {
+	r := New()
+	for _, v := range []string{"+UzoFf3b8oIJSGz0fq9bFvybJ8SpfFPq", "LPcSV/sTePk9a5OSjsNyqgxZSGm/eAdY", "/Xe8455hGHGLKtrcy6bMrk2/owzJWB6F"} {
+		for _, doc := range []string{
+			"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\ndata:\n  password: " + v + "\n",
+			"kind: Secret\ndata:\n  token: \"" + v + "\"\n",
+		} {
+			out, found := r.RedactAndFind(doc)
+			if strings.Contains(out, v[:8]) {
+				t.Fatalf("manifest not redacted: %q", out)
+			}
+			k := NewKnown(found)
+			for _, s := range []string{"**/" + v, "leak/" + v + "/config.txt", "Remove " + v + " now", v} {
+				if got, _ := (Chain{r, k}).Redact(s); strings.Contains(got, v[8:16]) {
+					t.Errorf("%q (learned from %q): %q", s, doc, got)
+				}
+			}
+		}
+	}
+	if got := valuePart("no-separator"); got != "" {
+		t.Errorf("valuePart without a separator = %q", got)
+	}
+}
