@@ -163,7 +163,8 @@ func reviewImport(imp codelotse.ReviewImport, d func(string) string) codelotse.R
 		imp.PullRequest = &pr
 	}
 	r := &imp.Review
-	r.ExternalID, r.Summary, r.Author = d(r.ExternalID), d(r.Summary), d(r.Author)
+	// The status is free text in a review import and shown to agents.
+	r.ExternalID, r.Status, r.Summary, r.Author = d(r.ExternalID), d(r.Status), d(r.Summary), d(r.Author)
 	findings := make([]codelotse.Finding, len(imp.Findings))
 	for i, f := range imp.Findings {
 		f.RuleKey, f.Path, f.Title, f.Body, f.Suggestion, f.Source = d(f.RuleKey), d(f.Path), d(f.Title), d(f.Body), d(f.Suggestion), d(f.Source)
@@ -250,23 +251,41 @@ func (in *Ingester) UpsertRule(ctx context.Context, tx pgx.Tx, tid string, repoI
 	return id, l.Record(ctx, tx, tid)
 }
 
-// repoName refuses a repository name that holds a secret (full names are
-// identifiers that other paths look repositories up by, and the schema
-// allows only OWNER/NAME characters, so a placeholder cannot be stored).
-func (in *Ingester) repoName(name string, l *Learned) error {
-	if clean := in.Document(name, l); clean != name {
-		return codelotse.Errorf(codelotse.Invalid, "repository name %s looks like a secret and is not stored", clean)
+// repository prepares what AddRepository and UpsertGitHubRepository store:
+// the default branch and URL as documents, then the bare values of the
+// tenant's known secrets, as every other stored text. A name that holds a
+// secret, by pattern or known, is refused (full names are identifiers that
+// other paths look repositories up by, and the schema allows only
+// OWNER/NAME characters, so a placeholder cannot be stored).
+func (in *Ingester) repository(ctx context.Context, tx pgx.Tx, tid, name string, texts ...*string) (*Learned, error) {
+	var l Learned
+	clean := in.Document(name, &l)
+	for _, s := range texts {
+		*s = in.Document(*s, &l)
 	}
-	return nil
+	k, err := l.known(ctx, tx, tid)
+	if err != nil {
+		return nil, err
+	}
+	if k != nil {
+		pass := knownPass(k)
+		clean = pass(clean)
+		for _, s := range texts {
+			*s = pass(*s)
+		}
+	}
+	if clean != name {
+		return nil, codelotse.Errorf(codelotse.Invalid, "repository name %s looks like a secret and is not stored", clean)
+	}
+	return &l, nil
 }
 
 // AddRepository registers a repository (its URL redacted), in tx.
 func (in *Ingester) AddRepository(ctx context.Context, tx pgx.Tx, tid string, nr postgres.NewRepository) (codelotse.Repository, error) {
-	var l Learned
-	if err := in.repoName(nr.FullName, &l); err != nil {
+	l, err := in.repository(ctx, tx, tid, nr.FullName, &nr.DefaultBranch, &nr.URL)
+	if err != nil {
 		return codelotse.Repository{}, err
 	}
-	nr.DefaultBranch, nr.URL = in.Document(nr.DefaultBranch, &l), in.Document(nr.URL, &l)
 	r, err := postgres.AddRepository(ctx, tx, tid, nr)
 	if err != nil {
 		return r, err
@@ -277,11 +296,11 @@ func (in *Ingester) AddRepository(ctx context.Context, tx pgx.Tx, tid string, nr
 // UpsertGitHubRepository stores a repository reported by GitHub (its URL
 // and default branch redacted), in tx.
 func (in *Ingester) UpsertGitHubRepository(ctx context.Context, tx pgx.Tx, tid string, githubID int64, fullName, defaultBranch, url string, private bool) (int64, error) {
-	var l Learned
-	if err := in.repoName(fullName, &l); err != nil {
+	l, err := in.repository(ctx, tx, tid, fullName, &defaultBranch, &url)
+	if err != nil {
 		return 0, err
 	}
-	id, err := postgres.UpsertGitHubRepository(ctx, tx, tid, githubID, fullName, in.Document(defaultBranch, &l), in.Document(url, &l), private)
+	id, err := postgres.UpsertGitHubRepository(ctx, tx, tid, githubID, fullName, defaultBranch, url, private)
 	if err != nil {
 		return id, err
 	}
