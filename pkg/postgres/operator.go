@@ -27,9 +27,10 @@ type TenantCounts struct {
 }
 
 // CountTenant counts a tenant's live users, repositories and active tokens.
-func CountTenant(ctx context.Context, tx pgx.Tx, tenantID string) (TenantCounts, error) {
+func (tx *Tx) CountTenant(ctx context.Context) (TenantCounts, error) {
+	tenantID := tx.tenantID
 	var c TenantCounts
-	err := tx.QueryRow(ctx, `SELECT
+	err := tx.q.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM users WHERE tenant_id = $1 AND deleted_at IS NULL),
 			(SELECT count(*) FROM repositories WHERE tenant_id = $1),
 			(SELECT count(*) FROM mcp_tokens WHERE tenant_id = $1 AND revoked_at IS NULL AND expires_at > now())`, tenantID).
@@ -52,8 +53,9 @@ type Member struct {
 }
 
 // ListMembers lists the tenant's live users by email with their membership.
-func ListMembers(ctx context.Context, tx pgx.Tx, tenantID string) ([]Member, error) {
-	rows, err := tx.Query(ctx, `SELECT u.email, u.name, coalesce(m.role, ''), coalesce(m.source, ''), m.refreshed_at,
+func (tx *Tx) ListMembers(ctx context.Context) ([]Member, error) {
+	tenantID := tx.tenantID
+	rows, err := tx.q.Query(ctx, `SELECT u.email, u.name, coalesce(m.role, ''), coalesce(m.source, ''), m.refreshed_at,
 			CASE WHEN u.github_user_id IS NOT NULL THEN 'github' WHEN u.idp_id IS NOT NULL THEN 'oidc' ELSE 'local' END,
 			(SELECT count(*) FROM repo_memberships r WHERE r.tenant_id = u.tenant_id AND r.user_id = u.id),
 			u.created_at
@@ -81,8 +83,9 @@ type RepoStatus struct {
 }
 
 // ListRepoStatus lists the tenant's repositories by name with index status.
-func ListRepoStatus(ctx context.Context, tx pgx.Tx, tenantID string) ([]RepoStatus, error) {
-	rows, err := tx.Query(ctx, `SELECT r.id, r.full_name, r.default_branch, r.private, coalesce(r.indexed_commit, ''), r.indexed_at,
+func (tx *Tx) ListRepoStatus(ctx context.Context) ([]RepoStatus, error) {
+	tenantID := tx.tenantID
+	rows, err := tx.q.Query(ctx, `SELECT r.id, r.full_name, r.default_branch, r.private, coalesce(r.indexed_commit, ''), r.indexed_at,
 			(SELECT count(*) FROM code_files f WHERE f.tenant_id = r.tenant_id AND f.repository_id = r.id),
 			(SELECT count(*) FROM findings f WHERE f.tenant_id = r.tenant_id AND f.repository_id = r.id),
 			(SELECT count(*) FROM repo_memberships m WHERE m.tenant_id = r.tenant_id AND m.repository_id = r.id)

@@ -108,34 +108,54 @@ func (db *DB) Ping(ctx context.Context) error { return db.Pool.Ping(ctx) }
 
 const setTenant = "SELECT set_config('app.tenant_id', $1, true)"
 
+// Tx is a tenant transaction: a pgx transaction whose first statement set
+// app.tenant_id, plus that tenant. Its methods are the storage operations
+// that write or need several statements; none takes a tenant argument,
+// because a transaction belongs to exactly one tenant. A Tx is only valid
+// inside the function given to DB.InTenant.
+type Tx struct {
+	q        pgx.Tx
+	tenantID string
+}
+
+// TenantID is the tenant the transaction belongs to.
+func (tx *Tx) TenantID() string { return tx.tenantID }
+
 // InTenant runs fn in a transaction whose first statement sets app.tenant_id
 // for that transaction only. fn's error rolls the transaction back.
-func (db *DB) InTenant(ctx context.Context, tenantID string, fn func(pgx.Tx) error) error {
+func (db *DB) InTenant(ctx context.Context, tenantID string, fn func(*Tx) error) error {
 	if tenantID == "" {
 		return codelotse.Errorf(codelotse.Internal, "tenant transaction without a tenant")
 	}
-	return classifyConn(pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, setTenant, tenantID); err != nil {
-			return err
+	return classifyConn(pgx.BeginFunc(ctx, db.Pool, func(q pgx.Tx) error {
+		if _, err := q.Exec(ctx, setTenant, tenantID); err != nil {
+			return fmt.Errorf("postgres.InTenant: %w", err)
 		}
-		return fn(tx)
+		return fn(&Tx{q: q, tenantID: tenantID})
 	}))
 }
 
-// ReadTenant runs one read in a single round trip: a pipeline of the tenant
+// TenantDB is the pool bound to one tenant, for reads that need no
+// transaction of their own: each of its methods is one round trip (a
+// pipeline of the tenant setting and the query, see readTenant) or opens
+// its own tenant transaction. It has the same calling convention as Tx: the
+// tenant travels with the value, never as an argument.
+type TenantDB struct {
+	db       *DB
+	tenantID string
+}
+
+// Tenant returns the pool bound to tenantID.
+func (db *DB) Tenant(tenantID string) TenantDB { return TenantDB{db: db, tenantID: tenantID} }
+
+// TenantID is the tenant the handle is bound to.
+func (t TenantDB) TenantID() string { return t.tenantID }
+
+// readTenant runs one read in a single round trip: a pipeline of the tenant
 // setting and the query, which PostgreSQL executes as one implicit
 // transaction (one Sync), so the transaction-local setting covers the query
-// and ends with it.
-func (db *DB) ReadTenant(ctx context.Context, tenantID string, sql string, args []any, scan func(pgx.Rows) error) error {
-	return db.readTenant(ctx, tenantID, 0, sql, args, scan)
-}
-
-// ReadTenantTimeout is ReadTenant with a statement timeout for the query,
-// set transaction-locally in the same round trip.
-func (db *DB) ReadTenantTimeout(ctx context.Context, tenantID string, timeout time.Duration, sql string, args []any, scan func(pgx.Rows) error) error {
-	return db.readTenant(ctx, tenantID, timeout, sql, args, scan)
-}
-
+// and ends with it. A timeout above zero sets a statement timeout for the
+// query, transaction-locally in the same round trip.
 func (db *DB) readTenant(ctx context.Context, tenantID string, timeout time.Duration, sql string, args []any, scan func(pgx.Rows) error) error {
 	return classifyConn(db.readTenantBatch(ctx, tenantID, timeout, sql, args, scan))
 }
