@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/apps/internal/config"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/ingest"
@@ -215,7 +213,7 @@ var operator = postgres.Actor{Label: "cltctl"}
 
 // inTenant opens the administrative connection and runs fn in a tenant
 // transaction of the tenant with slug.
-func (e *env) inTenant(slug string, fn func(tid string, tx pgx.Tx) error) error {
+func (e *env) inTenant(slug string, fn func(tid string, tx *postgres.Tx) error) error {
 	db, err := e.admin()
 	if err != nil {
 		return err
@@ -225,5 +223,5 @@ func (e *env) inTenant(slug string, fn func(tid string, tx pgx.Tx) error) error 
 	if err != nil {
 		return err
 	}
-	return db.InTenant(e.ctx, tid, func(tx pgx.Tx) error { return fn(tid, tx) })
+	return db.InTenant(e.ctx, tid, func(tx *postgres.Tx) error { return fn(tid, tx) })
 }

@@ -45,7 +45,8 @@ type AuditEvent struct {
 }
 
 // ListAudit returns the newest events of a tenant first.
-func (tx *Tx) ListAudit(ctx context.Context, limit int) ([]AuditEvent, error) {
+func (tx *Tx) ListAudit(ctx context.Context, limit int) (_ []AuditEvent, err error) {
+	defer wrap(&err, "postgres.ListAudit")
 	tenantID := tx.tenantID
 	rows, err := tx.q.Query(ctx, `SELECT id, actor, action, target, details, created_at FROM audit_events
 		WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, tenantID, limit)
@@ -60,6 +61,7 @@ func (tx *Tx) ListAudit(ctx context.Context, limit int) ([]AuditEvent, error) {
 }
 
 // AuditBreakGlassIssued records that an operator issued a break-glass link.
-func (tx *Tx) AuditBreakGlassIssued(ctx context.Context, email string, actor Actor) error {
+func (tx *Tx) AuditBreakGlassIssued(ctx context.Context, email string, actor Actor) (err error) {
+	defer wrap(&err, "postgres.AuditBreakGlassIssued")
 	return tx.insertAudit(ctx, actor, "break_glass.issued", email, nil)
 }

@@ -14,7 +14,8 @@ import (
 
 // AddLocalMember adds (or restores) a user with a local membership of role,
 // as `cltctl user add` does, and audits it as user.added.
-func (tx *Tx) AddLocalMember(ctx context.Context, email, name string, role codelotse.Role, now time.Time, actor Actor) (codelotse.User, error) {
+func (tx *Tx) AddLocalMember(ctx context.Context, email, name string, role codelotse.Role, now time.Time, actor Actor) (_ codelotse.User, err error) {
+	defer wrap(&err, "postgres.AddLocalMember")
 	u, err := tx.UpsertLocalUser(ctx, email, name, role, now)
 	if err != nil {
 		return u, err
@@ -24,7 +25,8 @@ func (tx *Tx) AddLocalMember(ctx context.Context, email, name string, role codel
 
 // SetLocalMembership writes a local membership of role for a user (cltctl
 // membership refresh) and audits it as membership.set.
-func (tx *Tx) SetLocalMembership(ctx context.Context, u codelotse.User, role codelotse.Role, now time.Time, actor Actor) error {
+func (tx *Tx) SetLocalMembership(ctx context.Context, u codelotse.User, role codelotse.Role, now time.Time, actor Actor) (err error) {
+	defer wrap(&err, "postgres.SetLocalMembership")
 	if err := tx.RefreshMembership(ctx, u.ID, role, codelotse.MembershipLocal, now); err != nil {
 		return err
 	}
@@ -33,7 +35,8 @@ func (tx *Tx) SetLocalMembership(ctx context.Context, u codelotse.User, role cod
 
 // GrantRepositoryAudited lets a user view a repository and audits it as
 // repository.granted.
-func (tx *Tx) GrantRepositoryAudited(ctx context.Context, u codelotse.User, r codelotse.Repository, actor Actor) error {
+func (tx *Tx) GrantRepositoryAudited(ctx context.Context, u codelotse.User, r codelotse.Repository, actor Actor) (err error) {
+	defer wrap(&err, "postgres.GrantRepositoryAudited")
 	if err := tx.GrantRepository(ctx, u.ID, r.ID); err != nil {
 		return err
 	}
@@ -42,13 +45,15 @@ func (tx *Tx) GrantRepositoryAudited(ctx context.Context, u codelotse.User, r co
 
 // AuditRepositoryAdded records that an operator registered a repository
 // (tenant admins see it from then on).
-func (tx *Tx) AuditRepositoryAdded(ctx context.Context, r codelotse.Repository, actor Actor) error {
+func (tx *Tx) AuditRepositoryAdded(ctx context.Context, r codelotse.Repository, actor Actor) (err error) {
+	defer wrap(&err, "postgres.AuditRepositoryAdded")
 	return tx.insertAudit(ctx, actor, "repository.added", r.FullName, map[string]any{"private": r.Private})
 }
 
 // AuditLinkSignIn records a sign-in through a single-use link: break-glass
 // (an operator's emergency access to everything) or development.
-func (tx *Tx) AuditLinkSignIn(ctx context.Context, userID, kind string) error {
+func (tx *Tx) AuditLinkSignIn(ctx context.Context, userID, kind string) (err error) {
+	defer wrap(&err, "postgres.AuditLinkSignIn")
 	tenantID := tx.tenantID
 	var email string
 	if err := tx.q.QueryRow(ctx, `SELECT email FROM users WHERE tenant_id = $1 AND id = $2`, tenantID, userID).Scan(&email); err != nil {
@@ -68,7 +73,8 @@ type AuditFilter struct {
 
 // ListAuditFiltered returns the newest events first, only those with the
 // action and actor given (exact matches).
-func (tx *Tx) ListAuditFiltered(ctx context.Context, f AuditFilter, limit int) ([]AuditEvent, error) {
+func (tx *Tx) ListAuditFiltered(ctx context.Context, f AuditFilter, limit int) (_ []AuditEvent, err error) {
+	defer wrap(&err, "postgres.ListAuditFiltered")
 	tenantID := tx.tenantID
 	rows, err := tx.q.Query(ctx, `SELECT id, actor, action, target, details, created_at FROM audit_events
 		WHERE tenant_id = $1 AND ($2 = '' OR action = $2) AND ($3 = '' OR actor = $3)
@@ -86,6 +92,7 @@ func (tx *Tx) ListAuditFiltered(ctx context.Context, f AuditFilter, limit int) (
 // AuditFacets are the distinct actions and actors of a tenant's audit log,
 // for the admin page's filter.
 func (tx *Tx) AuditFacets(ctx context.Context) (actions, actors []string, err error) {
+	defer wrap(&err, "postgres.AuditFacets")
 	tenantID := tx.tenantID
 	rows, err := tx.q.Query(ctx, `SELECT DISTINCT action FROM audit_events WHERE tenant_id = $1 ORDER BY action`, tenantID)
 	if err != nil {

@@ -23,7 +23,8 @@ type IndexResult struct {
 // ReplaceIndex stores a repository's snapshot as its code index, replacing
 // the previous one in the caller's transaction: readers see the old index
 // until the transaction commits and the new one after, never a mix.
-func (tx *Tx) ReplaceIndex(ctx context.Context, repoID int64, snap codeindex.Snapshot, actor Actor) (IndexResult, error) {
+func (tx *Tx) ReplaceIndex(ctx context.Context, repoID int64, snap codeindex.Snapshot, actor Actor) (_ IndexResult, err error) {
+	defer wrap(&err, "postgres.ReplaceIndex")
 	tenantID := tx.tenantID
 	res := IndexResult{Commit: snap.Commit}
 	if _, err := tx.q.Exec(ctx, `DELETE FROM code_files WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID); err != nil {
@@ -145,13 +146,14 @@ var ErrSearchTimeout = codelotse.Errorf(codelotse.Invalid, "The search took long
 
 // SearchCandidates runs search_code_candidates for the tenant: chunks of
 // repoIDs containing all patterns, under pathPrefix, after chunk afterID.
-func (t TenantDB) SearchCandidates(ctx context.Context, repoIDs []int64, patterns []string, pathPrefix string, afterID int64, limit int) ([]Candidate, error) {
+func (t TenantDB) SearchCandidates(ctx context.Context, repoIDs []int64, patterns []string, pathPrefix string, afterID int64, limit int) (_ []Candidate, err error) {
+	defer wrap(&err, "postgres.SearchCandidates")
 	db, tenantID := t.db, t.tenantID
 	if patterns == nil {
 		patterns = []string{}
 	}
 	var out []Candidate
-	err := db.readTenant(ctx, tenantID, SearchTimeout, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content
+	err = db.readTenant(ctx, tenantID, SearchTimeout, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content
 		FROM search_code_candidates($1, $2, $3, $4, $5)`, []any{repoIDs, patterns, pathPrefix, afterID, limit},
 		func(rows pgx.Rows) error {
 			var err error
@@ -184,10 +186,11 @@ type IndexedFile struct {
 
 // ReadIndexedFile reads lines [from, to] (1-based, inclusive; to 0 = end)
 // of a file at the repository's indexed commit.
-func (t TenantDB) ReadIndexedFile(ctx context.Context, repoID int64, path string, from, to int) (IndexedFile, error) {
+func (t TenantDB) ReadIndexedFile(ctx context.Context, repoID int64, path string, from, to int) (_ IndexedFile, err error) {
+	defer wrap(&err, "postgres.ReadIndexedFile")
 	db, tenantID := t.db, t.tenantID
 	var f IndexedFile
-	err := db.InTenant(ctx, tenantID, func(tx *Tx) error {
+	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
 		var fileID int64
 		var skip *string
 		err := tx.q.QueryRow(ctx, `SELECT f.id, f.commit_sha, f.path, f.language, f.size, f.line_count, f.skip_reason
@@ -247,18 +250,14 @@ func (t TenantDB) ReadIndexedFile(ctx context.Context, repoID int64, path string
 	return f, err
 }
 
-// isQueryCanceled reports a statement cancelled by statement_timeout.
-func isQueryCanceled(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "57014") || strings.Contains(err.Error(), "canceling statement due to statement timeout"))
-}
-
 // UpdateIndex moves a repository's code index to commit by touching only
 // what changed: the files in changed are replaced (with their chunks), the
 // paths in deleted removed, and every other file is relabelled with the
 // new commit without rewriting its chunks. The caller knows the index was
 // at an ancestor of commit (a fast-forward of the default branch) and
 // stores through pkg/ingest.
-func (tx *Tx) UpdateIndex(ctx context.Context, repoID int64, commit string, changed []codeindex.File, deleted []string, actor Actor) (IndexResult, error) {
+func (tx *Tx) UpdateIndex(ctx context.Context, repoID int64, commit string, changed []codeindex.File, deleted []string, actor Actor) (_ IndexResult, err error) {
+	defer wrap(&err, "postgres.UpdateIndex")
 	tenantID := tx.tenantID
 	res := IndexResult{Commit: commit}
 	gone := append([]string{}, deleted...)

@@ -15,13 +15,14 @@ const HandoffTTL = 5 * time.Minute
 // CreateTokenHandoff stores a sealed token for the session's next page view
 // and returns the handoff's id (migration 0040). Expired handoffs of the
 // tenant are removed on the way.
-func (tx *Tx) CreateTokenHandoff(ctx context.Context, sessionID, tokenID string, sealed []byte) (string, error) {
+func (tx *Tx) CreateTokenHandoff(ctx context.Context, sessionID, tokenID string, sealed []byte) (_ string, err error) {
+	defer wrap(&err, "postgres.CreateTokenHandoff")
 	tenantID := tx.tenantID
 	if _, err := tx.q.Exec(ctx, `DELETE FROM token_handoffs WHERE tenant_id = $1 AND expires_at < now()`, tenantID); err != nil {
 		return "", err
 	}
 	var id string
-	err := tx.q.QueryRow(ctx, `INSERT INTO token_handoffs (tenant_id, session_id, token_id, sealed, expires_at)
+	err = tx.q.QueryRow(ctx, `INSERT INTO token_handoffs (tenant_id, session_id, token_id, sealed, expires_at)
 		VALUES ($1, $2, $3, $4, now() + $5::interval) RETURNING id::text`,
 		tenantID, sessionID, tokenID, sealed, HandoffTTL.String()).Scan(&id)
 	return id, err
@@ -31,6 +32,7 @@ func (tx *Tx) CreateTokenHandoff(ctx context.Context, sessionID, tokenID string,
 // token and the token's name; found is false when there is none (already
 // shown, expired, another session's, or not an id at all).
 func (tx *Tx) TakeTokenHandoff(ctx context.Context, sessionID, id string) (sealed []byte, name string, found bool, err error) {
+	defer wrap(&err, "postgres.TakeTokenHandoff")
 	tenantID := tx.tenantID
 	if !uuidLike(id) {
 		return nil, "", false, nil

@@ -32,6 +32,7 @@ type GitHubAccess struct {
 // age of the tenant membership only, so an hourly refresh of an unchanged
 // organisation writes one row per user, not one per user and repository.
 func (tx *Tx) ApplyGitHubMemberships(ctx context.Context, access map[int64]GitHubAccess, now time.Time, actor Actor) (refreshed, expired int, err error) {
+	defer wrap(&err, "postgres.ApplyGitHubMemberships")
 	tenantID := tx.tenantID
 	rows, err := tx.q.Query(ctx, `SELECT id::text, github_user_id FROM users
 		WHERE tenant_id = $1 AND github_user_id IS NOT NULL AND deleted_at IS NULL`, tenantID)
@@ -109,9 +110,10 @@ type MembershipRefresh struct {
 }
 
 // RecordMembershipRefresh stores the outcome of a refresh.
-func (tx *Tx) RecordMembershipRefresh(ctx context.Context, r MembershipRefresh) error {
+func (tx *Tx) RecordMembershipRefresh(ctx context.Context, r MembershipRefresh) (err error) {
+	defer wrap(&err, "postgres.RecordMembershipRefresh")
 	tenantID := tx.tenantID
-	_, err := tx.q.Exec(ctx, `INSERT INTO github_membership_refreshes
+	_, err = tx.q.Exec(ctx, `INSERT INTO github_membership_refreshes
 			(tenant_id, state, detail, members, repositories, users_refreshed, users_expired, finished_at, last_ok_at)
 		VALUES ($1, $2, left($3, 500), $4, $5, $6, $7, $8, CASE WHEN $2 = 'ok' THEN $8::timestamptz END)
 		ON CONFLICT (tenant_id) DO UPDATE SET state = EXCLUDED.state, detail = EXCLUDED.detail, members = EXCLUDED.members,
@@ -124,10 +126,11 @@ func (tx *Tx) RecordMembershipRefresh(ctx context.Context, r MembershipRefresh) 
 
 // GetMembershipRefresh reads the outcome of the last refresh; nil when the
 // worker has never refreshed the tenant's memberships.
-func (tx *Tx) GetMembershipRefresh(ctx context.Context) (*MembershipRefresh, error) {
+func (tx *Tx) GetMembershipRefresh(ctx context.Context) (_ *MembershipRefresh, err error) {
+	defer wrap(&err, "postgres.GetMembershipRefresh")
 	tenantID := tx.tenantID
 	var r MembershipRefresh
-	err := tx.q.QueryRow(ctx, `SELECT state, detail, members, repositories, users_refreshed, users_expired, finished_at, last_ok_at
+	err = tx.q.QueryRow(ctx, `SELECT state, detail, members, repositories, users_refreshed, users_expired, finished_at, last_ok_at
 		FROM github_membership_refreshes WHERE tenant_id = $1`, tenantID).
 		Scan(&r.State, &r.Detail, &r.Members, &r.Repositories, &r.UsersRefreshed, &r.UsersExpired, &r.FinishedAt, &r.LastOKAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -141,7 +144,8 @@ func (tx *Tx) GetMembershipRefresh(ctx context.Context) (*MembershipRefresh, err
 
 // PullSyncs returns the GitHub updated_at of each pull request of the
 // repository as of its last complete sync, by number.
-func (tx *Tx) PullSyncs(ctx context.Context, repoID int64) (map[int]time.Time, error) {
+func (tx *Tx) PullSyncs(ctx context.Context, repoID int64) (_ map[int]time.Time, err error) {
+	defer wrap(&err, "postgres.PullSyncs")
 	tenantID := tx.tenantID
 	rows, err := tx.q.Query(ctx, `SELECT number, updated_at FROM github_pull_syncs WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID)
 	if err != nil {
@@ -159,9 +163,10 @@ func (tx *Tx) PullSyncs(ctx context.Context, repoID int64) (map[int]time.Time, e
 
 // RecordPullSync records that a pull request was synced completely as of
 // GitHub's updatedAt.
-func (tx *Tx) RecordPullSync(ctx context.Context, repoID int64, number int, updatedAt time.Time) error {
+func (tx *Tx) RecordPullSync(ctx context.Context, repoID int64, number int, updatedAt time.Time) (err error) {
+	defer wrap(&err, "postgres.RecordPullSync")
 	tenantID := tx.tenantID
-	_, err := tx.q.Exec(ctx, `INSERT INTO github_pull_syncs (tenant_id, repository_id, number, updated_at, synced_at)
+	_, err = tx.q.Exec(ctx, `INSERT INTO github_pull_syncs (tenant_id, repository_id, number, updated_at, synced_at)
 		VALUES ($1, $2, $3, $4, now())
 		ON CONFLICT (tenant_id, repository_id, number) DO UPDATE SET updated_at = EXCLUDED.updated_at, synced_at = now()`,
 		tenantID, repoID, number, updatedAt)

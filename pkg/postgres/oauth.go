@@ -31,10 +31,11 @@ func (c OAuthClient) Client() oauth.Client {
 
 // GetOAuthClient reads a client by client_id; a dynamic registration past
 // its unused expiry is not found.
-func (tx *Tx) GetOAuthClient(ctx context.Context, clientID string) (OAuthClient, bool, error) {
+func (tx *Tx) GetOAuthClient(ctx context.Context, clientID string) (_ OAuthClient, _ bool, err error) {
+	defer wrap(&err, "postgres.GetOAuthClient")
 	tenantID := tx.tenantID
 	c := OAuthClient{ClientID: clientID}
-	err := tx.q.QueryRow(ctx, `SELECT id::text, kind, name, client_uri, redirect_uris, cache_until, etag FROM oauth_clients
+	err = tx.q.QueryRow(ctx, `SELECT id::text, kind, name, client_uri, redirect_uris, cache_until, etag FROM oauth_clients
 		WHERE tenant_id = $1 AND client_id = $2 AND (expires_at IS NULL OR expires_at > now())`, tenantID, clientID).
 		Scan(&c.Ref, &c.Kind, &c.Name, &c.ClientURI, &c.RedirectURIs, &c.CacheUntil, &c.ETag)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -45,10 +46,11 @@ func (tx *Tx) GetOAuthClient(ctx context.Context, clientID string) (OAuthClient,
 
 // SaveMetadataClient stores (or refreshes) the cached metadata document of a
 // URL client_id and returns the row id.
-func (tx *Tx) SaveMetadataClient(ctx context.Context, c oauth.Client, cacheUntil time.Time, etag string) (string, error) {
+func (tx *Tx) SaveMetadataClient(ctx context.Context, c oauth.Client, cacheUntil time.Time, etag string) (_ string, err error) {
+	defer wrap(&err, "postgres.SaveMetadataClient")
 	tenantID := tx.tenantID
 	var ref string
-	err := tx.q.QueryRow(ctx, `INSERT INTO oauth_clients (tenant_id, client_id, kind, name, client_uri, redirect_uris, fetched_at, cache_until, etag)
+	err = tx.q.QueryRow(ctx, `INSERT INTO oauth_clients (tenant_id, client_id, kind, name, client_uri, redirect_uris, fetched_at, cache_until, etag)
 		VALUES ($1, $2, 'cimd', $3, $4, $5, now(), $6, $7)
 		ON CONFLICT (tenant_id, client_id) DO UPDATE SET name = EXCLUDED.name, client_uri = EXCLUDED.client_uri,
 			redirect_uris = EXCLUDED.redirect_uris, fetched_at = now(), cache_until = EXCLUDED.cache_until, etag = EXCLUDED.etag
@@ -62,21 +64,23 @@ func (tx *Tx) SaveMetadataClient(ctx context.Context, c oauth.Client, cacheUntil
 
 // ExtendMetadataCache records a successful revalidation (304) of a cached
 // metadata document.
-func (tx *Tx) ExtendMetadataCache(ctx context.Context, ref string, cacheUntil time.Time) error {
+func (tx *Tx) ExtendMetadataCache(ctx context.Context, ref string, cacheUntil time.Time) (err error) {
+	defer wrap(&err, "postgres.ExtendMetadataCache")
 	tenantID := tx.tenantID
-	_, err := tx.q.Exec(ctx, `UPDATE oauth_clients SET fetched_at = now(), cache_until = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, ref, cacheUntil)
+	_, err = tx.q.Exec(ctx, `UPDATE oauth_clients SET fetched_at = now(), cache_until = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, ref, cacheUntil)
 	return err
 }
 
 // RegisterClient stores a dynamic registration (RFC 7591). Registrations
 // that expired unused are deleted first, with everything they issued (the
 // grants of a registration keep it alive: every use extends it).
-func (tx *Tx) RegisterClient(ctx context.Context, c oauth.Client, now time.Time) error {
+func (tx *Tx) RegisterClient(ctx context.Context, c oauth.Client, now time.Time) (err error) {
+	defer wrap(&err, "postgres.RegisterClient")
 	tenantID := tx.tenantID
 	if _, err := tx.q.Exec(ctx, `DELETE FROM oauth_clients WHERE tenant_id = $1 AND kind = 'dcr' AND expires_at < $2`, tenantID, now); err != nil {
 		return err
 	}
-	_, err := tx.q.Exec(ctx, `INSERT INTO oauth_clients (tenant_id, client_id, kind, name, client_uri, redirect_uris, created_at, expires_at)
+	_, err = tx.q.Exec(ctx, `INSERT INTO oauth_clients (tenant_id, client_id, kind, name, client_uri, redirect_uris, created_at, expires_at)
 		VALUES ($1, $2, 'dcr', $3, $4, $5, $6, $7)`, tenantID, c.ClientID, c.Name, c.ClientURI, c.RedirectURIs, now, now.Add(oauth.ClientUnusedTTL))
 	return err
 }
@@ -93,10 +97,11 @@ func (tx *Tx) touchClient(ctx context.Context, ref string, now time.Time) error 
 
 // OAuthEnabled reports the tenant's switch for OAuth clients (on unless an
 // admin switched it off).
-func (tx *Tx) OAuthEnabled(ctx context.Context) (bool, error) {
+func (tx *Tx) OAuthEnabled(ctx context.Context) (_ bool, err error) {
+	defer wrap(&err, "postgres.OAuthEnabled")
 	tenantID := tx.tenantID
 	var on bool
-	err := tx.q.QueryRow(ctx, `SELECT coalesce((SELECT (settings #>> '{oauth,enabled}')::boolean FROM tenant_settings WHERE tenant_id = $1), true)`, tenantID).Scan(&on)
+	err = tx.q.QueryRow(ctx, `SELECT coalesce((SELECT (settings #>> '{oauth,enabled}')::boolean FROM tenant_settings WHERE tenant_id = $1), true)`, tenantID).Scan(&on)
 	return on, err
 }
 
@@ -104,7 +109,8 @@ func (tx *Tx) OAuthEnabled(ctx context.Context) (bool, error) {
 // Switching off makes the access tokens of every grant answer 401 at once
 // (the auth function reads the switch); grants are kept, so switching back
 // on restores them.
-func (tx *Tx) SetOAuthEnabled(ctx context.Context, enabled bool, actor Actor) (bool, error) {
+func (tx *Tx) SetOAuthEnabled(ctx context.Context, enabled bool, actor Actor) (_ bool, err error) {
+	defer wrap(&err, "postgres.SetOAuthEnabled")
 	tenantID := tx.tenantID
 	before, err := tx.OAuthEnabled(ctx)
 	if err != nil {
@@ -140,9 +146,10 @@ type NewCode struct {
 
 // CreateOAuthCode stores an authorization code (hash only), valid for
 // oauth.CodeTTL.
-func (tx *Tx) CreateOAuthCode(ctx context.Context, nc NewCode, now time.Time) error {
+func (tx *Tx) CreateOAuthCode(ctx context.Context, nc NewCode, now time.Time) (err error) {
+	defer wrap(&err, "postgres.CreateOAuthCode")
 	tenantID := tx.tenantID
-	_, err := tx.q.Exec(ctx, `INSERT INTO oauth_codes (tenant_id, code_hash, user_id, client_ref, redirect_uri, code_challenge, resource, idp_id, idp_groups, created_at, expires_at)
+	_, err = tx.q.Exec(ctx, `INSERT INTO oauth_codes (tenant_id, code_hash, user_id, client_ref, redirect_uri, code_challenge, resource, idp_id, idp_groups, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, nullif($8, '')::uuid, $9, $10, $11)`,
 		tenantID, nc.Hash, nc.UserID, nc.ClientRef, nc.RedirectURI, nc.Challenge, nc.Resource, nc.IdPID, nc.IdPGroups, now, now.Add(oauth.CodeTTL))
 	if err == nil {
@@ -179,7 +186,8 @@ type CodeExchange struct {
 //
 // An *oauth.Error is the client's fault and leaves the transaction to be
 // committed (the burnt code, a revocation); an error is the server's.
-func (tx *Tx) ExchangeOAuthCode(ctx context.Context, ex CodeExchange) (Issued, *oauth.Error, error) {
+func (tx *Tx) ExchangeOAuthCode(ctx context.Context, ex CodeExchange) (_ Issued, _ *oauth.Error, err error) {
+	defer wrap(&err, "postgres.ExchangeOAuthCode")
 	tenantID := tx.tenantID
 	var (
 		id, userID, clientRef, redirectURI, challenge, resource, clientID, clientName string
@@ -188,7 +196,7 @@ func (tx *Tx) ExchangeOAuthCode(ctx context.Context, ex CodeExchange) (Issued, *
 		expires                                                                       time.Time
 		used                                                                          *time.Time
 	)
-	err := tx.q.QueryRow(ctx, `SELECT c.id::text, c.user_id::text, c.client_ref::text, c.redirect_uri, c.code_challenge, c.resource,
+	err = tx.q.QueryRow(ctx, `SELECT c.id::text, c.user_id::text, c.client_ref::text, c.redirect_uri, c.code_challenge, c.resource,
 			c.idp_id::text, c.idp_groups, c.expires_at, c.used_at, c.grant_id::text, cl.client_id, cl.name
 		FROM oauth_codes c JOIN oauth_clients cl ON cl.tenant_id = c.tenant_id AND cl.id = c.client_ref
 		WHERE c.tenant_id = $1 AND c.code_hash = $2 FOR UPDATE OF c`, tenantID, ex.CodeHash).
@@ -326,7 +334,8 @@ type RefreshExchange struct {
 // and a new access and refresh token are issued. Presenting a used refresh
 // token again means it was copied: the whole grant is revoked and the
 // detection audited, in this transaction.
-func (tx *Tx) RefreshOAuthToken(ctx context.Context, r RefreshExchange) (Issued, *oauth.Error, error) {
+func (tx *Tx) RefreshOAuthToken(ctx context.Context, r RefreshExchange) (_ Issued, _ *oauth.Error, err error) {
+	defer wrap(&err, "postgres.RefreshOAuthToken")
 	tenantID := tx.tenantID
 	var (
 		rtID, clientID, clientRef string
@@ -334,7 +343,7 @@ func (tx *Tx) RefreshOAuthToken(ctx context.Context, r RefreshExchange) (Issued,
 		rtExpires                 time.Time
 		used, grantRevoked        *time.Time
 	)
-	err := tx.q.QueryRow(ctx, `SELECT rt.id::text, rt.expires_at, rt.used_at, g.id::text, g.user_id::text, g.client_name, g.resource,
+	err = tx.q.QueryRow(ctx, `SELECT rt.id::text, rt.expires_at, rt.used_at, g.id::text, g.user_id::text, g.client_name, g.resource,
 			g.idp_id::text, g.idp_groups, g.expires_at, g.revoked_at, cl.client_id, cl.id::text
 		FROM oauth_refresh_tokens rt
 		JOIN oauth_grants g ON g.tenant_id = rt.tenant_id AND g.id = rt.grant_id
@@ -405,11 +414,12 @@ func (tx *Tx) revokeGrant(ctx context.Context, grantID, reason string) error {
 // RevokeGrant revokes a grant of the tenant (the MCP access page, the admin
 // page, cltctl). When userID is set only that person's grant can be revoked.
 // Revoking a revoked grant is not an error and writes no second event.
-func (tx *Tx) RevokeGrant(ctx context.Context, grantID, userID string, actor Actor) error {
+func (tx *Tx) RevokeGrant(ctx context.Context, grantID, userID string, actor Actor) (err error) {
+	defer wrap(&err, "postgres.RevokeGrant")
 	tenantID := tx.tenantID
 	var revoked *time.Time
 	var name string
-	err := tx.q.QueryRow(ctx, `SELECT revoked_at, client_name FROM oauth_grants
+	err = tx.q.QueryRow(ctx, `SELECT revoked_at, client_name FROM oauth_grants
 		WHERE tenant_id = $1 AND id::text = $2 AND ($3 = '' OR user_id::text = $3) FOR UPDATE`, tenantID, grantID, userID).Scan(&revoked, &name)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return codelotse.Errorf(codelotse.NotFound, "no connected client with id %s", grantID)
@@ -427,10 +437,11 @@ func (tx *Tx) RevokeGrant(ctx context.Context, grantID, userID string, actor Act
 // token of clientID revokes its whole grant. Unknown tokens, personal
 // access tokens and other clients' tokens change nothing (the endpoint
 // answers 200 all the same, so it reveals nothing).
-func (tx *Tx) RevokeByToken(ctx context.Context, hash []byte, clientID string) error {
+func (tx *Tx) RevokeByToken(ctx context.Context, hash []byte, clientID string) (err error) {
+	defer wrap(&err, "postgres.RevokeByToken")
 	tenantID := tx.tenantID
 	var grantID, name string
-	err := tx.q.QueryRow(ctx, `SELECT g.id::text, g.client_name FROM oauth_grants g
+	err = tx.q.QueryRow(ctx, `SELECT g.id::text, g.client_name FROM oauth_grants g
 		JOIN oauth_clients cl ON cl.tenant_id = g.tenant_id AND cl.id = g.client_ref
 		WHERE g.tenant_id = $1 AND cl.client_id = $3 AND g.revoked_at IS NULL AND (
 			g.id IN (SELECT grant_id FROM oauth_refresh_tokens WHERE tenant_id = $1 AND token_hash = $2)
@@ -474,7 +485,8 @@ func (g Grant) State(now time.Time) string {
 
 // ListGrants lists the grants of a tenant, or of one person, newest first;
 // last used is the latest use of any of the grant's access tokens.
-func (tx *Tx) ListGrants(ctx context.Context, userID string) ([]Grant, error) {
+func (tx *Tx) ListGrants(ctx context.Context, userID string) (_ []Grant, err error) {
+	defer wrap(&err, "postgres.ListGrants")
 	tenantID := tx.tenantID
 	rows, err := tx.q.Query(ctx, `SELECT g.id::text, g.user_id::text, u.email, g.client_name, cl.client_id, g.created_at, g.expires_at, g.revoked_at,
 			(SELECT max(t.last_used_at) FROM mcp_tokens t WHERE t.tenant_id = g.tenant_id AND t.oauth_grant_id = g.id)
@@ -494,7 +506,8 @@ func (tx *Tx) ListGrants(ctx context.Context, userID string) ([]Grant, error) {
 }
 
 // ActiveAccess is how many of the 10 active entries a person holds.
-func (tx *Tx) ActiveAccess(ctx context.Context, userID string, now time.Time) (int, error) {
+func (tx *Tx) ActiveAccess(ctx context.Context, userID string, now time.Time) (_ int, err error) {
+	defer wrap(&err, "postgres.ActiveAccess")
 	return tx.activeAccess(ctx, userID, now)
 }
 

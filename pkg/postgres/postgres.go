@@ -9,14 +9,12 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
@@ -44,7 +42,8 @@ const DefaultRolePrefix = "codelotse"
 var rolePrefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
 
 // RolesFor returns the roles for prefix.
-func RolesFor(prefix string) (Roles, error) {
+func RolesFor(prefix string) (_ Roles, err error) {
+	defer wrap(&err, "postgres.RolesFor")
 	if prefix == "" {
 		prefix = DefaultRolePrefix
 	}
@@ -57,7 +56,8 @@ func RolesFor(prefix string) (Roles, error) {
 // RuntimeConnString returns adminURL with the runtime role as user and, when
 // password is not empty, that password. It is how the API and worker connect
 // when APP_DATABASE_URL is not set.
-func RuntimeConnString(adminURL string, roles Roles, password string) (*pgxpool.Config, error) {
+func RuntimeConnString(adminURL string, roles Roles, password string) (_ *pgxpool.Config, err error) {
+	defer wrap(&err, "postgres.RuntimeConnString")
 	cfg, err := pgxpool.ParseConfig(adminURL)
 	if err != nil {
 		return nil, codelotse.Wrap(codelotse.Invalid, err, "DATABASE_URL is not a valid PostgreSQL connection string")
@@ -67,13 +67,23 @@ func RuntimeConnString(adminURL string, roles Roles, password string) (*pgxpool.
 	return cfg, nil
 }
 
+// PoolConfig is a parsed connection string with pool settings, for Open.
+type PoolConfig = pgxpool.Config
+
+// ParsePoolConfig parses a PostgreSQL connection string for Open.
+func ParsePoolConfig(url string) (_ *PoolConfig, err error) {
+	defer wrap(&err, "postgres.ParsePoolConfig")
+	return pgxpool.ParseConfig(url)
+}
+
 // DB is a pool plus what tenant transactions need.
 type DB struct {
 	Pool *pgxpool.Pool
 }
 
 // Open connects with cfg and checks that the database answers.
-func Open(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
+func Open(ctx context.Context, cfg *pgxpool.Config) (_ *DB, err error) {
+	defer wrap(&err, "postgres.Open")
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
@@ -92,7 +102,8 @@ func Open(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
 }
 
 // OpenURL parses url and opens it.
-func OpenURL(ctx context.Context, url string) (*DB, error) {
+func OpenURL(ctx context.Context, url string) (_ *DB, err error) {
+	defer wrap(&err, "postgres.OpenURL")
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, codelotse.Wrap(codelotse.Invalid, err, "not a valid PostgreSQL connection string")
@@ -123,7 +134,8 @@ func (tx *Tx) TenantID() string { return tx.tenantID }
 
 // InTenant runs fn in a transaction whose first statement sets app.tenant_id
 // for that transaction only. fn's error rolls the transaction back.
-func (db *DB) InTenant(ctx context.Context, tenantID string, fn func(*Tx) error) error {
+func (db *DB) InTenant(ctx context.Context, tenantID string, fn func(*Tx) error) (err error) {
+	defer wrap(&err, "postgres.InTenant")
 	if tenantID == "" {
 		return codelotse.Errorf(codelotse.Internal, "tenant transaction without a tenant")
 	}
@@ -200,11 +212,12 @@ func (db *DB) readTenantBatch(ctx context.Context, tenantID string, timeout time
 // CheckRuntimeRole refuses a connection whose role could bypass row-level
 // security: a superuser, a role with BYPASSRLS, or the owner of a table
 // (owners are subject to FORCE RLS, but could switch it off).
-func (db *DB) CheckRuntimeRole(ctx context.Context) error {
+func (db *DB) CheckRuntimeRole(ctx context.Context) (err error) {
+	defer wrap(&err, "postgres.CheckRuntimeRole")
 	var user string
 	var super, bypass bool
 	var owned int
-	err := db.Pool.QueryRow(ctx, `
+	err = db.Pool.QueryRow(ctx, `
 		SELECT r.rolname, r.rolsuper, r.rolbypassrls,
 		       (SELECT count(*) FROM pg_class c WHERE c.relowner = r.oid AND c.relkind IN ('r', 'p'))
 		FROM pg_roles r WHERE r.rolname = current_user`).Scan(&user, &super, &bypass, &owned)
@@ -220,35 +233,6 @@ func (db *DB) CheckRuntimeRole(ctx context.Context) error {
 		return codelotse.Errorf(codelotse.Forbidden, "refusing to serve as %s: the role owns %d tables and could disable row-level security", user, owned)
 	}
 	return nil
-}
-
-// isUniqueViolation reports whether err is a unique-constraint violation,
-// optionally of the named constraint or index.
-func isUniqueViolation(err error, name string) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		return name == "" || pe.ConstraintName == name
-	}
-	return false
-}
-
-// isCheckViolation reports whether err is a CHECK violation.
-func isCheckViolation(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23514"
-}
-
-// notFound maps pgx.ErrNoRows to a NotFound error with msg.
-func notFound(err error, msg string) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return codelotse.Errorf(codelotse.NotFound, "%s", msg)
-	}
-	return err
-}
-
-func isDuplicateObject(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "42710"
 }
 
 func fmtInt(n int64) string { return strconv.FormatInt(n, 10) }

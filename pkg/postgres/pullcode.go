@@ -20,7 +20,8 @@ type PullCodeHead struct {
 
 // PullCodeHeads returns the indexed heads of the repository's pull
 // requests, by number.
-func (tx *Tx) PullCodeHeads(ctx context.Context, repoID int64) (map[int]PullCodeHead, error) {
+func (tx *Tx) PullCodeHeads(ctx context.Context, repoID int64) (_ map[int]PullCodeHead, err error) {
+	defer wrap(&err, "postgres.PullCodeHeads")
 	tenantID := tx.tenantID
 	rows, err := tx.q.Query(ctx, `SELECT number, head_sha, base_sha, files FROM pull_code_heads WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID)
 	if err != nil {
@@ -38,6 +39,7 @@ func (tx *Tx) PullCodeHeads(ctx context.Context, repoID int64) (map[int]PullCode
 // PullHead reads the indexed head of one pull request; ok is false when
 // the pull request's head is not indexed.
 func (t TenantDB) PullHead(ctx context.Context, repoID int64, number int) (h PullCodeHead, ok bool, err error) {
+	defer wrap(&err, "postgres.PullHead")
 	db, tenantID := t.db, t.tenantID
 	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
 		err := tx.q.QueryRow(ctx, `SELECT number, head_sha, base_sha, files FROM pull_code_heads
@@ -57,7 +59,8 @@ func (t TenantDB) PullHead(ctx context.Context, repoID int64, number int) (h Pul
 // overlay of the pull request is replaced in the caller's transaction.
 // Text goes in as given: callers store through pkg/ingest, which learns
 // its secrets in the same transaction.
-func (tx *Tx) ReplacePullIndex(ctx context.Context, repoID int64, number int, headSHA, baseSHA string, files []codeindex.File, deleted []string) (IndexResult, error) {
+func (tx *Tx) ReplacePullIndex(ctx context.Context, repoID int64, number int, headSHA, baseSHA string, files []codeindex.File, deleted []string) (_ IndexResult, err error) {
+	defer wrap(&err, "postgres.ReplacePullIndex")
 	tenantID := tx.tenantID
 	res := IndexResult{Commit: headSHA}
 	if _, err := tx.q.Exec(ctx, `DELETE FROM pull_code_heads WHERE tenant_id = $1 AND repository_id = $2 AND number = $3`, tenantID, repoID, number); err != nil {
@@ -110,7 +113,8 @@ func (tx *Tx) ReplacePullIndex(ctx context.Context, repoID int64, number int, he
 
 // DropPullIndexes removes the overlays of the repository's pull requests
 // that are not in open (closed or merged ones). It reports how many went.
-func (tx *Tx) DropPullIndexes(ctx context.Context, repoID int64, open []int) (int, error) {
+func (tx *Tx) DropPullIndexes(ctx context.Context, repoID int64, open []int) (_ int, err error) {
+	defer wrap(&err, "postgres.DropPullIndexes")
 	tenantID := tx.tenantID
 	if open == nil {
 		open = []int{}
@@ -122,13 +126,14 @@ func (tx *Tx) DropPullIndexes(ctx context.Context, repoID int64, open []int) (in
 // SearchPullCandidates runs search_pull_code_candidates: phase 1 the pull
 // request's changed files, phase 2 the base index (Shadowed marks chunks
 // the pull request replaces, and chunks outside pathPrefix).
-func (t TenantDB) SearchPullCandidates(ctx context.Context, repoID int64, number, phase int, patterns []string, pathPrefix string, afterID int64, limit int) ([]Candidate, error) {
+func (t TenantDB) SearchPullCandidates(ctx context.Context, repoID int64, number, phase int, patterns []string, pathPrefix string, afterID int64, limit int) (_ []Candidate, err error) {
+	defer wrap(&err, "postgres.SearchPullCandidates")
 	db, tenantID := t.db, t.tenantID
 	if patterns == nil {
 		patterns = []string{}
 	}
 	var out []Candidate
-	err := db.readTenant(ctx, tenantID, SearchTimeout, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content, shadowed
+	err = db.readTenant(ctx, tenantID, SearchTimeout, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content, shadowed
 		FROM search_pull_code_candidates($1, $2, $3, $4, $5, $6, $7)`, []any{repoID, number, phase, patterns, pathPrefix, afterID, limit},
 		func(rows pgx.Rows) error {
 			var err error
@@ -148,11 +153,12 @@ func (t TenantDB) SearchPullCandidates(ctx context.Context, repoID int64, number
 // ReadPullFile reads lines [from, to] of a file at a pull request's head:
 // from the overlay when the pull request changes the file, else from the
 // base index. Commit is the pull request's head either way.
-func (t TenantDB) ReadPullFile(ctx context.Context, repoID int64, head PullCodeHead, path string, from, to int) (IndexedFile, error) {
+func (t TenantDB) ReadPullFile(ctx context.Context, repoID int64, head PullCodeHead, path string, from, to int) (_ IndexedFile, err error) {
+	defer wrap(&err, "postgres.ReadPullFile")
 	db, tenantID := t.db, t.tenantID
 	var f IndexedFile
 	var inOverlay bool
-	err := db.InTenant(ctx, tenantID, func(tx *Tx) error {
+	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
 		var fileID int64
 		var skip *string
 		var deleted bool

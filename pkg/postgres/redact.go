@@ -12,7 +12,8 @@ import (
 
 // TenantIDs lists every tenant, for maintenance commands run on the
 // administrative connection (which sees all tenants).
-func (db *DB) TenantIDs(ctx context.Context) ([]string, error) {
+func (db *DB) TenantIDs(ctx context.Context) (_ []string, err error) {
+	defer wrap(&err, "postgres.TenantIDs")
 	rows, err := db.Pool.Query(ctx, "SELECT id::text FROM tenants ORDER BY slug")
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
@@ -48,7 +49,8 @@ type StoredRow struct {
 }
 
 // StoredRows reads up to limit rows of t after id afterID, in id order.
-func (tx *Tx) StoredRows(ctx context.Context, t StoredTable, afterID int64, limit int) ([]StoredRow, error) {
+func (tx *Tx) StoredRows(ctx context.Context, t StoredTable, afterID int64, limit int) (_ []StoredRow, err error) {
+	defer wrap(&err, "postgres.StoredRows")
 	tenantID := tx.tenantID
 	cols := strings.Join(t.Columns, ", ")
 	globs := "ARRAY[]::text[]"
@@ -76,7 +78,8 @@ func (tx *Tx) StoredRows(ctx context.Context, t StoredTable, afterID int64, limi
 }
 
 // UpdateStoredRow writes a row's rewritten text.
-func (tx *Tx) UpdateStoredRow(ctx context.Context, t StoredTable, row StoredRow) error {
+func (tx *Tx) UpdateStoredRow(ctx context.Context, t StoredTable, row StoredRow) (err error) {
+	defer wrap(&err, "postgres.UpdateStoredRow")
 	tenantID := tx.tenantID
 	sets := make([]string, 0, len(t.Columns)+1)
 	args := []any{tenantID, row.ID}
@@ -107,7 +110,8 @@ type StoredFile struct {
 // StoredFiles reads up to limit indexed files (not skipped ones' content,
 // which is not stored) after id afterID, each with its lines rebuilt from
 // its chunks.
-func (tx *Tx) StoredFiles(ctx context.Context, afterID int64, limit int) ([]StoredFile, error) {
+func (tx *Tx) StoredFiles(ctx context.Context, afterID int64, limit int) (_ []StoredFile, err error) {
+	defer wrap(&err, "postgres.StoredFiles")
 	tenantID := tx.tenantID
 	rows, err := tx.q.Query(ctx, `SELECT f.id, f.repository_id, f.commit_sha, f.path, f.line_count,
 			coalesce(array_agg(c.start_line ORDER BY c.start_line) FILTER (WHERE c.id IS NOT NULL), '{}'),
@@ -150,7 +154,8 @@ func (tx *Tx) StoredFiles(ctx context.Context, afterID int64, limit int) ([]Stor
 // from lines (the same chunking as ReplaceIndex, so a secret that spanned a
 // chunk boundary was seen whole by the caller and chunks stay consistent
 // with the file).
-func (tx *Tx) ReplaceStoredFile(ctx context.Context, f StoredFile) error {
+func (tx *Tx) ReplaceStoredFile(ctx context.Context, f StoredFile) (err error) {
+	defer wrap(&err, "postgres.ReplaceStoredFile")
 	tenantID := tx.tenantID
 	if _, err := tx.q.Exec(ctx, `UPDATE code_files SET path = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, f.ID, f.Path); err != nil {
 		return fmt.Errorf("update code_files %d: %w", f.ID, err)
@@ -176,10 +181,11 @@ func (tx *Tx) ReplaceStoredFile(ctx context.Context, f StoredFile) error {
 
 // StoredPathTaken reports whether another file of the same repository and
 // commit already has path.
-func (tx *Tx) StoredPathTaken(ctx context.Context, f StoredFile) (bool, error) {
+func (tx *Tx) StoredPathTaken(ctx context.Context, f StoredFile) (_ bool, err error) {
+	defer wrap(&err, "postgres.StoredPathTaken")
 	tenantID := tx.tenantID
 	var taken bool
-	err := tx.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM code_files WHERE tenant_id = $1 AND repository_id = $2 AND commit_sha = $3 AND path = $4 AND id <> $5)`,
+	err = tx.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM code_files WHERE tenant_id = $1 AND repository_id = $2 AND commit_sha = $3 AND path = $4 AND id <> $5)`,
 		tenantID, f.RepositoryID, f.Commit, f.Path, f.ID).Scan(&taken)
 	return taken, err
 }

@@ -21,7 +21,8 @@ type NewRepository struct {
 
 // AddRepository registers a repository (or updates the existing one with
 // the same full name) and returns it.
-func (tx *Tx) AddRepository(ctx context.Context, nr NewRepository) (codelotse.Repository, error) {
+func (tx *Tx) AddRepository(ctx context.Context, nr NewRepository) (_ codelotse.Repository, err error) {
+	defer wrap(&err, "postgres.AddRepository")
 	tenantID := tx.tenantID
 	if nr.DefaultBranch == "" {
 		nr.DefaultBranch = "main"
@@ -30,7 +31,7 @@ func (tx *Tx) AddRepository(ctx context.Context, nr NewRepository) (codelotse.Re
 		nr.URL = "https://github.com/" + nr.FullName
 	}
 	var r codelotse.Repository
-	err := tx.q.QueryRow(ctx, `INSERT INTO repositories (tenant_id, full_name, default_branch, private, url)
+	err = tx.q.QueryRow(ctx, `INSERT INTO repositories (tenant_id, full_name, default_branch, private, url)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (tenant_id, lower(full_name)) DO UPDATE
 			SET default_branch = EXCLUDED.default_branch, private = EXCLUDED.private, url = EXCLUDED.url
@@ -45,10 +46,11 @@ func (tx *Tx) AddRepository(ctx context.Context, nr NewRepository) (codelotse.Re
 }
 
 // RepositoryByName finds a repository of the tenant by full name.
-func (tx *Tx) RepositoryByName(ctx context.Context, fullName string) (codelotse.Repository, error) {
+func (tx *Tx) RepositoryByName(ctx context.Context, fullName string) (_ codelotse.Repository, err error) {
+	defer wrap(&err, "postgres.RepositoryByName")
 	tenantID := tx.tenantID
 	var r codelotse.Repository
-	err := tx.q.QueryRow(ctx, `SELECT id, full_name, default_branch, private, url FROM repositories
+	err = tx.q.QueryRow(ctx, `SELECT id, full_name, default_branch, private, url FROM repositories
 		WHERE tenant_id = $1 AND lower(full_name) = lower($2)`, tenantID, fullName).
 		Scan(&r.ID, &r.FullName, &r.DefaultBranch, &r.Private, &r.URL)
 	r.TenantID = tenantID
@@ -57,9 +59,10 @@ func (tx *Tx) RepositoryByName(ctx context.Context, fullName string) (codelotse.
 
 // GrantRepository records that a user can view a repository (the cache a
 // GitHub sign-in writes; cltctl repo grant writes it by hand).
-func (tx *Tx) GrantRepository(ctx context.Context, userID string, repoID int64) error {
+func (tx *Tx) GrantRepository(ctx context.Context, userID string, repoID int64) (err error) {
+	defer wrap(&err, "postgres.GrantRepository")
 	tenantID := tx.tenantID
-	_, err := tx.q.Exec(ctx, `INSERT INTO repo_memberships (tenant_id, user_id, repository_id, permission, refreshed_at)
+	_, err = tx.q.Exec(ctx, `INSERT INTO repo_memberships (tenant_id, user_id, repository_id, permission, refreshed_at)
 		VALUES ($1, $2, $3, 'read', now())
 		ON CONFLICT (tenant_id, user_id, repository_id) DO UPDATE SET refreshed_at = now()`, tenantID, userID, repoID)
 	return err
@@ -76,10 +79,11 @@ type RepoFilter struct {
 // ListRepositories lists viewable repositories whose full name contains
 // query (case-insensitive), ordered by full name then id, starting after the
 // keyset cursor (afterName, afterID), at most limit rows.
-func (t TenantDB) ListRepositories(ctx context.Context, f RepoFilter, query string, afterID int64, limit int) ([]codelotse.Repository, error) {
+func (t TenantDB) ListRepositories(ctx context.Context, f RepoFilter, query string, afterID int64, limit int) (_ []codelotse.Repository, err error) {
+	defer wrap(&err, "postgres.ListRepositories")
 	db, tenantID := t.db, t.tenantID
 	var out []codelotse.Repository
-	err := db.readTenant(ctx, tenantID, 0, `
+	err = db.readTenant(ctx, tenantID, 0, `
 		SELECT r.id, r.full_name, r.default_branch, r.private, r.url, coalesce(r.indexed_commit, ''), r.indexed_at,
 		       (SELECT count(DISTINCT p.id) FROM pull_requests p
 		         JOIN reviews v ON v.tenant_id = p.tenant_id AND v.pull_request_id = p.id
@@ -109,7 +113,8 @@ func (t TenantDB) ListRepositories(ctx context.Context, f RepoFilter, query stri
 // ResolveRepository finds a viewable repository by id or full name. Unknown
 // and forbidden repositories give the same NotFound error, "Not found.", so
 // that a caller cannot probe for repositories it may not see.
-func (t TenantDB) ResolveRepository(ctx context.Context, f RepoFilter, ref string) (codelotse.Repository, error) {
+func (t TenantDB) ResolveRepository(ctx context.Context, f RepoFilter, ref string) (_ codelotse.Repository, err error) {
+	defer wrap(&err, "postgres.ResolveRepository")
 	db, tenantID := t.db, t.tenantID
 	ref = strings.TrimSpace(ref)
 	var id int64 = -1
@@ -118,7 +123,7 @@ func (t TenantDB) ResolveRepository(ctx context.Context, f RepoFilter, ref strin
 	}
 	var r codelotse.Repository
 	found := false
-	err := db.readTenant(ctx, tenantID, 0, `
+	err = db.readTenant(ctx, tenantID, 0, `
 		SELECT id, full_name, default_branch, private, url, coalesce(indexed_commit, ''), indexed_at
 		FROM repositories
 		WHERE tenant_id = $1 AND (id = $2 OR lower(full_name) = lower($3))
@@ -143,10 +148,11 @@ func (t TenantDB) ResolveRepository(ctx context.Context, f RepoFilter, ref strin
 }
 
 // IndexedRepositoryIDs lists the viewable repositories that have a code index.
-func (t TenantDB) IndexedRepositoryIDs(ctx context.Context, f RepoFilter) ([]int64, error) {
+func (t TenantDB) IndexedRepositoryIDs(ctx context.Context, f RepoFilter) (_ []int64, err error) {
+	defer wrap(&err, "postgres.IndexedRepositoryIDs")
 	db, tenantID := t.db, t.tenantID
 	var ids []int64
-	err := db.readTenant(ctx, tenantID, 0, `SELECT id FROM repositories
+	err = db.readTenant(ctx, tenantID, 0, `SELECT id FROM repositories
 		WHERE tenant_id = $1 AND ($2 OR id = ANY($3)) AND indexed_commit IS NOT NULL ORDER BY id`,
 		[]any{tenantID, f.All, f.IDs}, func(rows pgx.Rows) error {
 			var err error
@@ -157,10 +163,11 @@ func (t TenantDB) IndexedRepositoryIDs(ctx context.Context, f RepoFilter) ([]int
 }
 
 // RepositoryByID reads a repository of the tenant (system use: jobs).
-func (tx *Tx) RepositoryByID(ctx context.Context, id int64) (codelotse.Repository, error) {
+func (tx *Tx) RepositoryByID(ctx context.Context, id int64) (_ codelotse.Repository, err error) {
+	defer wrap(&err, "postgres.RepositoryByID")
 	tenantID := tx.tenantID
 	var r codelotse.Repository
-	err := tx.q.QueryRow(ctx, `SELECT id, full_name, default_branch, private, url, coalesce(indexed_commit, '') FROM repositories
+	err = tx.q.QueryRow(ctx, `SELECT id, full_name, default_branch, private, url, coalesce(indexed_commit, '') FROM repositories
 		WHERE tenant_id = $1 AND id = $2`, tenantID, id).Scan(&r.ID, &r.FullName, &r.DefaultBranch, &r.Private, &r.URL, &r.IndexedCommit)
 	r.TenantID = tenantID
 	return r, notFound(err, "repository not found")
@@ -169,7 +176,8 @@ func (tx *Tx) RepositoryByID(ctx context.Context, id int64) (codelotse.Repositor
 // RemoveGitHubRepositoriesExcept deletes the tenant's GitHub repositories
 // whose GitHub id is not in keep (the installation lost access to them),
 // with their reviews, findings and index. It returns how many went.
-func (tx *Tx) RemoveGitHubRepositoriesExcept(ctx context.Context, keep []int64, actor Actor) (int, error) {
+func (tx *Tx) RemoveGitHubRepositoriesExcept(ctx context.Context, keep []int64, actor Actor) (_ int, err error) {
+	defer wrap(&err, "postgres.RemoveGitHubRepositoriesExcept")
 	tenantID := tx.tenantID
 	rows, err := tx.q.Query(ctx, `DELETE FROM repositories WHERE tenant_id = $1 AND github_id IS NOT NULL AND NOT (github_id = ANY($2))
 		RETURNING full_name`, tenantID, keep)
@@ -191,7 +199,8 @@ func (tx *Tx) RemoveGitHubRepositoriesExcept(ctx context.Context, keep []int64, 
 // ExpireGitHubMemberships makes the cached memberships of the tenant's users
 // with these GitHub ids stale (webhooks of removed members and changed
 // teams), so their tokens answer 401 until they sign in again.
-func (tx *Tx) ExpireGitHubMemberships(ctx context.Context, githubUserIDs []int64, actor Actor) (int, error) {
+func (tx *Tx) ExpireGitHubMemberships(ctx context.Context, githubUserIDs []int64, actor Actor) (_ int, err error) {
+	defer wrap(&err, "postgres.ExpireGitHubMemberships")
 	tenantID := tx.tenantID
 	tag, err := tx.q.Exec(ctx, `UPDATE tenant_memberships m SET refreshed_at = 'epoch'
 		FROM users u WHERE m.tenant_id = $1 AND u.tenant_id = m.tenant_id AND u.id = m.user_id AND u.github_user_id = ANY($2)`,
@@ -207,7 +216,8 @@ func (tx *Tx) ExpireGitHubMemberships(ctx context.Context, githubUserIDs []int64
 
 // ExpireAllGitHubMemberships makes every cached GitHub membership of the
 // tenant stale (events that change access broadly, such as team changes).
-func (tx *Tx) ExpireAllGitHubMemberships(ctx context.Context, actor Actor) (int, error) {
+func (tx *Tx) ExpireAllGitHubMemberships(ctx context.Context, actor Actor) (_ int, err error) {
+	defer wrap(&err, "postgres.ExpireAllGitHubMemberships")
 	tenantID := tx.tenantID
 	tag, err := tx.q.Exec(ctx, `UPDATE tenant_memberships SET refreshed_at = 'epoch' WHERE tenant_id = $1 AND source = 'github'`, tenantID)
 	if err != nil {
@@ -217,4 +227,15 @@ func (tx *Tx) ExpireAllGitHubMemberships(ctx context.Context, actor Actor) (int,
 		err = tx.insertAudit(ctx, actor, "membership.expired", "all", map[string]any{"count": tag.RowsAffected()})
 	}
 	return int(tag.RowsAffected()), err
+}
+
+// RepositoryNames lists the full names of the tenant's repositories,
+// case-insensitively sorted.
+func (tx *Tx) RepositoryNames(ctx context.Context) (_ []string, err error) {
+	defer wrap(&err, "postgres.RepositoryNames")
+	rows, err := tx.q.Query(ctx, `SELECT full_name FROM repositories WHERE tenant_id = $1 ORDER BY lower(full_name)`, tx.tenantID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }

@@ -26,7 +26,8 @@ type ImportResult struct {
 // caller's transaction. Re-importing the same review (same repository and
 // external id) updates it: findings are upserted by fingerprint and those no
 // longer in the import are removed. The repository must be registered.
-func (tx *Tx) ImportReview(ctx context.Context, imp codelotse.ReviewImport, actor Actor) (ImportResult, error) {
+func (tx *Tx) ImportReview(ctx context.Context, imp codelotse.ReviewImport, actor Actor) (_ ImportResult, err error) {
+	defer wrap(&err, "postgres.ImportReview")
 	tenantID := tx.tenantID
 	var res ImportResult
 	repo, err := tx.RepositoryByName(ctx, imp.Repository)
@@ -150,10 +151,11 @@ type ReviewDetail struct {
 
 // GetReview reads a pull request of a repository with a review (the newest
 // when reviewID is nil) and its findings, most severe first.
-func (t TenantDB) GetReview(ctx context.Context, repoID int64, number int, reviewID *int64) (ReviewDetail, error) {
+func (t TenantDB) GetReview(ctx context.Context, repoID int64, number int, reviewID *int64) (_ ReviewDetail, err error) {
+	defer wrap(&err, "postgres.GetReview")
 	db, tenantID := t.db, t.tenantID
 	var d ReviewDetail
-	err := db.InTenant(ctx, tenantID, func(tx *Tx) error {
+	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
 		p := &d.PullRequest
 		err := tx.q.QueryRow(ctx, `SELECT id, repository_id, number, title, author, state, base_ref, head_ref, head_sha, url, created_at, updated_at
 			FROM pull_requests WHERE tenant_id = $1 AND repository_id = $2 AND number = $3`, tenantID, repoID, number).
@@ -261,7 +263,8 @@ type FindingFilter struct {
 // or pull-request index. A text query goes through search_finding_ids
 // (policies/findings.sql), the only way to use the trigram index under RLS;
 // the rows themselves are still read under the tenant policy.
-func (t TenantDB) SearchFindings(ctx context.Context, f FindingFilter) ([]codelotse.Finding, error) {
+func (t TenantDB) SearchFindings(ctx context.Context, f FindingFilter) (_ []codelotse.Finding, err error) {
+	defer wrap(&err, "postgres.SearchFindings")
 	db, tenantID := t.db, t.tenantID
 	sql, args, err := searchFindingsQuery(tenantID, f)
 	if err != nil {
@@ -372,11 +375,12 @@ func nonNilIDs(ids []int64) []int64 {
 
 // FindingsOfPR returns findings of a pull request by id (ids nil: the open
 // findings of the newest review).
-func (t TenantDB) FindingsOfPR(ctx context.Context, repoID int64, number int, ids []int64) (codelotse.PullRequest, []codelotse.Finding, error) {
+func (t TenantDB) FindingsOfPR(ctx context.Context, repoID int64, number int, ids []int64) (_ codelotse.PullRequest, _ []codelotse.Finding, err error) {
+	defer wrap(&err, "postgres.FindingsOfPR")
 	db, tenantID := t.db, t.tenantID
 	var pr codelotse.PullRequest
 	var out []codelotse.Finding
-	err := db.InTenant(ctx, tenantID, func(tx *Tx) error {
+	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
 		err := tx.q.QueryRow(ctx, `SELECT id, number, title, head_sha, base_ref, head_ref, url, state FROM pull_requests
 			WHERE tenant_id = $1 AND repository_id = $2 AND number = $3`, tenantID, repoID, number).
 			Scan(&pr.ID, &pr.Number, &pr.Title, &pr.HeadSHA, &pr.BaseRef, &pr.HeadRef, &pr.URL, &pr.State)

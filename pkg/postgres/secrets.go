@@ -16,7 +16,8 @@ type SecretFingerprint struct {
 
 // RecordSecretFingerprints remembers secrets found in content being stored,
 // in the caller's transaction.
-func (tx *Tx) RecordSecretFingerprints(ctx context.Context, fps []SecretFingerprint) error {
+func (tx *Tx) RecordSecretFingerprints(ctx context.Context, fps []SecretFingerprint) (err error) {
+	defer wrap(&err, "postgres.RecordSecretFingerprints")
 	tenantID := tx.tenantID
 	if len(fps) == 0 {
 		return nil
@@ -25,17 +26,18 @@ func (tx *Tx) RecordSecretFingerprints(ctx context.Context, fps []SecretFingerpr
 	for i, f := range fps {
 		hashes[i], lengths[i], rules[i] = f.Fingerprint, int32(f.Length), f.RuleID
 	}
-	_, err := tx.q.Exec(ctx, `INSERT INTO secret_fingerprints (tenant_id, fingerprint, length, rule_id)
+	_, err = tx.q.Exec(ctx, `INSERT INTO secret_fingerprints (tenant_id, fingerprint, length, rule_id)
 		SELECT $1, u.fp, u.len, u.rule FROM unnest($2::bytea[], $3::int[], $4::text[]) AS u(fp, len, rule)
 		ON CONFLICT (tenant_id, fingerprint) DO NOTHING`, tenantID, hashes, lengths, rules)
 	return err
 }
 
 // SecretFingerprints loads a tenant's known secrets.
-func (t TenantDB) SecretFingerprints(ctx context.Context) ([]SecretFingerprint, error) {
+func (t TenantDB) SecretFingerprints(ctx context.Context) (_ []SecretFingerprint, err error) {
+	defer wrap(&err, "postgres.SecretFingerprints")
 	db, tenantID := t.db, t.tenantID
 	var out []SecretFingerprint
-	err := db.readTenant(ctx, tenantID, 0, `SELECT fingerprint, length, rule_id FROM secret_fingerprints WHERE tenant_id = $1`,
+	err = db.readTenant(ctx, tenantID, 0, `SELECT fingerprint, length, rule_id FROM secret_fingerprints WHERE tenant_id = $1`,
 		[]any{tenantID}, func(rows pgx.Rows) error {
 			var err error
 			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SecretFingerprint, error) {
@@ -49,7 +51,8 @@ func (t TenantDB) SecretFingerprints(ctx context.Context) ([]SecretFingerprint, 
 
 // SecretFingerprintsTx loads a tenant's known secrets in the caller's
 // transaction (ingestion redacts bare values of them before storing).
-func (tx *Tx) SecretFingerprintsTx(ctx context.Context) ([]SecretFingerprint, error) {
+func (tx *Tx) SecretFingerprints(ctx context.Context) (_ []SecretFingerprint, err error) {
+	defer wrap(&err, "postgres.SecretFingerprints")
 	tenantID := tx.tenantID
 	rows, err := tx.q.Query(ctx, `SELECT fingerprint, length, rule_id FROM secret_fingerprints WHERE tenant_id = $1`, tenantID)
 	if err != nil {

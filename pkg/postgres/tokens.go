@@ -26,7 +26,8 @@ type NewToken struct {
 // CreateToken stores a token after checking the per-person limit, and writes
 // the audit event in the same transaction. The user's row is locked first so
 // that two concurrent creations cannot both pass the limit.
-func (tx *Tx) CreateToken(ctx context.Context, nt NewToken, now time.Time, actor Actor) (codelotse.Token, error) {
+func (tx *Tx) CreateToken(ctx context.Context, nt NewToken, now time.Time, actor Actor) (_ codelotse.Token, err error) {
+	defer wrap(&err, "postgres.CreateToken")
 	tenantID := tx.tenantID
 	var t codelotse.Token
 	if !tokens.Valid(nt.Secret) {
@@ -83,10 +84,11 @@ func (tx *Tx) activeAccess(ctx context.Context, userID string, now time.Time) (i
 // that user's token can be revoked (members revoke their own; admins and
 // operators pass ""). Revoking an already revoked token is not an error and
 // writes no second event.
-func (tx *Tx) RevokeToken(ctx context.Context, tokenID, userID string, actor Actor) error {
+func (tx *Tx) RevokeToken(ctx context.Context, tokenID, userID string, actor Actor) (err error) {
+	defer wrap(&err, "postgres.RevokeToken")
 	tenantID := tx.tenantID
 	var revoked *time.Time
-	err := tx.q.QueryRow(ctx, `SELECT revoked_at FROM mcp_tokens
+	err = tx.q.QueryRow(ctx, `SELECT revoked_at FROM mcp_tokens
 		WHERE tenant_id = $1 AND id::text = $2 AND ($3 = '' OR user_id::text = $3) AND oauth_grant_id IS NULL FOR UPDATE`,
 		tenantID, tokenID, userID).Scan(&revoked)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -104,7 +106,8 @@ func (tx *Tx) RevokeToken(ctx context.Context, tokenID, userID string, actor Act
 // ListTokens lists the personal access tokens of a tenant, or of one user
 // when userID is set, newest first. Access tokens of OAuth clients are
 // listed as their grants (ListGrants).
-func (tx *Tx) ListTokens(ctx context.Context, userID string) ([]codelotse.Token, error) {
+func (tx *Tx) ListTokens(ctx context.Context, userID string) (_ []codelotse.Token, err error) {
+	defer wrap(&err, "postgres.ListTokens")
 	tenantID := tx.tenantID
 	rows, err := tx.q.Query(ctx, `SELECT t.id::text, t.user_id::text, u.email, t.name, t.last4, t.scope,
 			t.created_at, t.expires_at, t.revoked_at, t.last_used_at
@@ -149,6 +152,7 @@ type TokenFacts struct {
 // resource it was issued for, and only while its tenant allows OAuth
 // clients. found is false for unknown hashes.
 func (db *DB) AuthToken(ctx context.Context, hash []byte, resource string) (f TokenFacts, found bool, err error) {
+	defer wrap(&err, "postgres.AuthToken")
 	var role, source *string
 	var since *time.Time
 	var groups, roles []string
@@ -181,7 +185,8 @@ func (db *DB) AuthToken(ctx context.Context, hash []byte, resource string) (f To
 
 // TouchToken records use of a token, at most once a minute: the WHERE
 // clause makes a second touch within the minute a no-op.
-func (t TenantDB) TouchToken(ctx context.Context, tokenID string) error {
+func (t TenantDB) TouchToken(ctx context.Context, tokenID string) (err error) {
+	defer wrap(&err, "postgres.TouchToken")
 	db, tenantID := t.db, t.tenantID
 	return db.InTenant(ctx, tenantID, func(tx *Tx) error {
 		_, err := tx.q.Exec(ctx, `UPDATE mcp_tokens SET last_used_at = now()
