@@ -115,7 +115,10 @@ func OpenURL(ctx context.Context, url string) (_ *DB, err error) {
 func (db *DB) Close() { db.Pool.Close() }
 
 // Ping checks that the database answers (for /readyz).
-func (db *DB) Ping(ctx context.Context) error { return db.Pool.Ping(ctx) }
+func (db *DB) Ping(ctx context.Context) (err error) {
+	defer wrap(&err, "postgres.Ping")
+	return db.Pool.Ping(ctx)
+}
 
 const setTenant = "SELECT set_config('app.tenant_id', $1, true)"
 
@@ -133,18 +136,26 @@ type Tx struct {
 func (tx *Tx) TenantID() string { return tx.tenantID }
 
 // InTenant runs fn in a transaction whose first statement sets app.tenant_id
-// for that transaction only. fn's error rolls the transaction back.
-func (db *DB) InTenant(ctx context.Context, tenantID string, fn func(*Tx) error) (err error) {
-	defer wrap(&err, "postgres.InTenant")
+// for that transaction only. fn's error rolls the transaction back and is
+// returned as fn returned it (its storage calls already name themselves, and
+// a caller may test for its own errors); InTenant's own failures (begin, the
+// tenant setting, commit) are wrapped as postgres.InTenant.
+func (db *DB) InTenant(ctx context.Context, tenantID string, fn func(*Tx) error) error {
 	if tenantID == "" {
 		return codelotse.Errorf(codelotse.Internal, "tenant transaction without a tenant")
 	}
-	return classifyConn(pgx.BeginFunc(ctx, db.Pool, func(q pgx.Tx) error {
+	var fnErr error
+	err := pgx.BeginFunc(ctx, db.Pool, func(q pgx.Tx) error {
 		if _, err := q.Exec(ctx, setTenant, tenantID); err != nil {
-			return fmt.Errorf("postgres.InTenant: %w", err)
+			return err
 		}
-		return fn(&Tx{q: q, tenantID: tenantID})
-	}))
+		fnErr = fn(&Tx{q: q, tenantID: tenantID})
+		return fnErr
+	})
+	if err != nil && err != fnErr {
+		err = fmt.Errorf("postgres.InTenant: %w", err)
+	}
+	return classifyConn(err)
 }
 
 // TenantDB is the pool bound to one tenant, for reads that need no
