@@ -25,3 +25,7 @@ func ReadTenant(ctx context.Context, db *DB, tenantID, sql string, args []any, s
 func ReadTenantTimeout(ctx context.Context, db *DB, tenantID string, timeout time.Duration, sql string, args []any, scan func(pgx.Rows) error) error {
 	return db.readTenant(ctx, tenantID, timeout, sql, args, scan)
 }
+
+// IsQueryCanceled exposes the SQLSTATE classification of a cancelled
+// statement.
+var IsQueryCanceled = isQueryCanceled

@@ -1,10 +1,18 @@
 // Package postgres is CodeLotse's storage: the pgx pool, the migration
 // runner, tenant transactions and one file of plain SQL per aggregate.
 //
-// Every function that touches tenant data takes the tenant explicitly and
-// runs inside a transaction whose first statement sets app.tenant_id
-// transaction-locally; row-level security (policies/) is the backstop that
-// makes a forgotten WHERE harmless, not the only guard.
+// Tenant data is reached through a value that carries its tenant: a *Tx
+// from DB.InTenant (a transaction whose first statement sets app.tenant_id
+// transaction-locally) or a TenantDB from DB.Tenant (reads of one round
+// trip each). Their methods take no tenant argument and still filter by
+// tenant_id explicitly; row-level security (policies/) is the backstop that
+// makes a forgotten WHERE harmless, not the only guard. Operations across
+// tenants or before one is known (sign-in lookups, the operator's lists)
+// are methods on *DB.
+//
+// This is the only package that imports pgx or contains SQL
+// (scripts/check-imports.sh); every error it returns names the operation
+// that failed (see wrap).
 package postgres
 
 import (
