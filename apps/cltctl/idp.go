@@ -163,13 +163,16 @@ func cmdMembershipRefresh(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		r := codelotse.Role(*role)
+		// Without --role the current role stays; a user without a
+		// membership row becomes a member. A failing read is an error, not
+		// a member.
+		r := codelotse.RoleMember
 		if *role == "" {
 			current, found, err := tx.MembershipRole(e.ctx, u.ID)
 			if err != nil {
 				return err
 			}
-			if r = codelotse.RoleMember; found {
+			if found {
 				r = current
 			}
 		} else if r, err = roleFlag(*role); err != nil {
