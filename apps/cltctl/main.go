@@ -39,10 +39,12 @@ func main() {
 		}
 		fmt.Fprintln(os.Stderr, "cltctl:", codelotse.ErrorMessage(err))
 		if codelotse.ErrorCode(err) == codelotse.Internal || codelotse.ErrorCode(err) == codelotse.Unavailable {
-			if cause := errors.Unwrap(err); cause != nil {
-				fmt.Fprintln(os.Stderr, "cltctl: cause:", cause)
-			} else if _, ok := err.(*codelotse.Error); !ok {
+			// The cause is for the operator. A wrapped error prints whole,
+			// so it names the storage operation that failed.
+			if ce, ok := err.(*codelotse.Error); !ok {
 				fmt.Fprintln(os.Stderr, "cltctl: cause:", err)
+			} else if ce.Cause != nil {
+				fmt.Fprintln(os.Stderr, "cltctl: cause:", ce.Cause)
 			}
 		}
 		os.Exit(1)
