@@ -190,3 +190,20 @@ func TestWebInputMistakesAreNot500(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminDeleteMissingMapping: removing a mapping that does not exist
+// says so on the admin page (and only a missing row reads as "No such
+// mapping."; storage errors stay errors, see pkg/postgres).
+func TestAdminDeleteMissingMapping(t *testing.T) {
+	srv, _, _, cookie := webFixture(t, DefaultLimits)
+	req := httptest.NewRequest(http.MethodPost, "/t/acme/admin/mappings/424242/delete", nil)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://127.0.0.1:8080")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.AddCookie(cookie)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "No such mapping.") {
+		t.Errorf("deleting a missing mapping: %d %.300s", rec.Code, rec.Body)
+	}
+}
