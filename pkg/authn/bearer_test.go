@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/oauth"
@@ -64,8 +62,8 @@ func newFixture(t *testing.T) *fixture {
 		}
 		*tn.id = created.ID
 	}
-	f.in(f.acme, func(tx pgx.Tx) error {
-		r, err := postgres.AddRepository(ctx, tx, f.acme, postgres.NewRepository{FullName: "acme/api"})
+	f.in(f.acme, func(tx *postgres.Tx) error {
+		r, err := tx.AddRepository(ctx, postgres.NewRepository{FullName: "acme/api"})
 		if err != nil {
 			return err
 		}
@@ -75,18 +73,18 @@ func newFixture(t *testing.T) *fixture {
 			issuer  string
 			enabled bool
 		}{{&f.idp, "https://idp.example.test", true}, {&f.idpOff, "https://old-idp.example.test", false}} {
-			idp, err := postgres.UpsertIdentityProvider(ctx, tx, f.acme, postgres.IdentityProvider{Issuer: p.issuer, ClientID: "c"}, actor)
+			idp, err := tx.UpsertIdentityProvider(ctx, postgres.IdentityProvider{Issuer: p.issuer, ClientID: "c"}, actor)
 			if err != nil {
 				return err
 			}
 			*p.id = idp.ID
 			for _, m := range []codelotse.GroupMapping{{Group: "eng", Role: codelotse.RoleMember, RepositoryID: &f.repo}, {Group: "ops", Role: codelotse.RoleAdmin}} {
-				if err := postgres.AddGroupMapping(ctx, tx, f.acme, idp.ID, m, actor); err != nil {
+				if err := tx.AddGroupMapping(ctx, idp.ID, m, actor); err != nil {
 					return err
 				}
 			}
 			if !p.enabled {
-				if err := postgres.SetIdentityProviderEnabled(ctx, tx, f.acme, idp.ID, false, actor); err != nil {
+				if err := tx.SetIdentityProviderEnabled(ctx, idp.ID, false, actor); err != nil {
 					return err
 				}
 			}
@@ -98,7 +96,7 @@ func newFixture(t *testing.T) *fixture {
 
 // in runs fn in a tenant transaction as the runtime role, as the service
 // and cltctl write these rows.
-func (f *fixture) in(tenantID string, fn func(tx pgx.Tx) error) {
+func (f *fixture) in(tenantID string, fn func(tx *postgres.Tx) error) {
 	f.t.Helper()
 	if err := f.env.App.InTenant(context.Background(), tenantID, fn); err != nil {
 		f.t.Fatal(err)
@@ -139,21 +137,20 @@ func (f *fixture) newHolder(tenantID string, m membership, idpID string, groups 
 	f.t.Helper()
 	ctx := context.Background()
 	h := holder{tenantID: tenantID, email: fmt.Sprintf("user%d@example.test", f.n.Add(1)), secret: tokens.Generate()}
-	f.in(tenantID, func(tx pgx.Tx) error {
-		u, err := postgres.UpsertLocalUser(ctx, tx, tenantID, h.email, "", codelotse.RoleMember, f.t0)
+	f.in(tenantID, func(tx *postgres.Tx) error {
+		u, err := tx.UpsertLocalUser(ctx, h.email, "", codelotse.RoleMember, f.t0)
 		if err != nil {
 			return err
 		}
 		h.userID = u.ID
 		if m.none {
-			if _, err := tx.Exec(ctx, `DELETE FROM tenant_memberships WHERE tenant_id = $1 AND user_id = $2`, tenantID, u.ID); err != nil {
-				return err
-			}
-		} else if err := postgres.RefreshMembership(ctx, tx, tenantID, u.ID, m.role, m.source, f.t0.Add(-m.age)); err != nil {
+			// The membership row is deleted once this transaction
+			// committed (below).
+		} else if err := tx.RefreshMembership(ctx, u.ID, m.role, m.source, f.t0.Add(-m.age)); err != nil {
 			return err
 		}
 		if tenantID == f.acme {
-			if err := postgres.GrantRepository(ctx, tx, tenantID, u.ID, f.repo); err != nil {
+			if err := tx.GrantRepository(ctx, u.ID, f.repo); err != nil {
 				return err
 			}
 		}
@@ -165,10 +162,13 @@ func (f *fixture) newHolder(tenantID string, m membership, idpID string, groups 
 		if idpID != "" {
 			nt.IdPID, nt.IdPGroups = &idpID, groups
 		}
-		tk, err := postgres.CreateToken(ctx, tx, tenantID, nt, f.t0, actor)
+		tk, err := tx.CreateToken(ctx, nt, f.t0, actor)
 		h.tokenID, h.expiresAt = tk.ID, tk.ExpiresAt
 		return err
 	})
+	if m.none {
+		f.admin(`DELETE FROM tenant_memberships WHERE tenant_id = $1 AND user_id = $2`, tenantID, h.userID)
+	}
 	return h
 }
 
@@ -183,19 +183,19 @@ func (f *fixture) oauthHolder(tenantID, resource string) holder {
 	sum := sha256.Sum256([]byte(verifier))
 	code := oauth.NewCode()
 	client := oauth.Client{ClientID: oauth.NewClientID(), Name: "Editor", RedirectURIs: []string{"http://127.0.0.1:9/cb"}}
-	f.in(tenantID, func(tx pgx.Tx) error {
-		if err := postgres.RegisterClient(ctx, tx, tenantID, client, f.t0); err != nil {
+	f.in(tenantID, func(tx *postgres.Tx) error {
+		if err := tx.RegisterClient(ctx, client, f.t0); err != nil {
 			return err
 		}
-		c, _, err := postgres.GetOAuthClient(ctx, tx, tenantID, client.ClientID)
+		c, _, err := tx.GetOAuthClient(ctx, client.ClientID)
 		if err != nil {
 			return err
 		}
-		if err := postgres.CreateOAuthCode(ctx, tx, tenantID, postgres.NewCode{Hash: oauth.Hash(code), UserID: h.userID, ClientRef: c.Ref,
+		if err := tx.CreateOAuthCode(ctx, postgres.NewCode{Hash: oauth.Hash(code), UserID: h.userID, ClientRef: c.Ref,
 			RedirectURI: client.RedirectURIs[0], Challenge: base64.RawURLEncoding.EncodeToString(sum[:]), Resource: resource}, f.t0); err != nil {
 			return err
 		}
-		_, oerr, err := postgres.ExchangeOAuthCode(ctx, tx, tenantID, postgres.CodeExchange{CodeHash: oauth.Hash(code), ClientID: client.ClientID,
+		_, oerr, err := tx.ExchangeOAuthCode(ctx, postgres.CodeExchange{CodeHash: oauth.Hash(code), ClientID: client.ClientID,
 			RedirectURI: client.RedirectURIs[0], Verifier: verifier, Access: h.secret, Refresh: oauth.NewRefreshToken(), Now: f.t0})
 		if oerr != nil {
 			return oerr
@@ -203,13 +203,16 @@ func (f *fixture) oauthHolder(tenantID, resource string) holder {
 		if err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `SELECT id::text, expires_at FROM mcp_tokens WHERE tenant_id = $1 AND token_hash = $2`,
-			tenantID, tokens.Hash(h.secret)).Scan(&h.tokenID, &h.expiresAt)
+		return nil
 	})
+	if err := f.env.Admin.Pool.QueryRow(ctx, `SELECT id::text, expires_at FROM mcp_tokens WHERE tenant_id = $1 AND token_hash = $2`,
+		tenantID, tokens.Hash(h.secret)).Scan(&h.tokenID, &h.expiresAt); err != nil {
+		f.t.Fatal(err)
+	}
 	if tenantID == f.noOAuth {
 		// After issuing: the switch also stops tokens issued before it.
-		f.in(tenantID, func(tx pgx.Tx) error {
-			_, err := postgres.SetOAuthEnabled(ctx, tx, tenantID, false, actor)
+		f.in(tenantID, func(tx *postgres.Tx) error {
+			_, err := tx.SetOAuthEnabled(ctx, false, actor)
 			return err
 		})
 	}
@@ -269,12 +272,12 @@ func TestBearerRefusals(t *testing.T) {
 			tenant: func() string { return f.acme }, want: want{grants: localGrants}},
 		{name: "revoked", holder: func() holder {
 			h := f.newHolder(f.acme, localMember, "")
-			f.in(f.acme, func(tx pgx.Tx) error { return postgres.RevokeToken(ctx, tx, f.acme, h.tokenID, "", actor) })
+			f.in(f.acme, func(tx *postgres.Tx) error { return tx.RevokeToken(ctx, h.tokenID, "", actor) })
 			return h
 		}, want: want{failure: "revoked"}},
 		{name: "revoked by deleting the user", holder: func() holder {
 			h := f.newHolder(f.acme, localMember, "")
-			f.in(f.acme, func(tx pgx.Tx) error { return postgres.DeleteUser(ctx, tx, f.acme, h.email, actor) })
+			f.in(f.acme, func(tx *postgres.Tx) error { return tx.DeleteUser(ctx, h.email, actor) })
 			return h
 		}, want: want{failure: "revoked"}},
 		{name: "expired: at its expiry", holder: func() holder { return f.newHolder(f.acme, localMember, "") },
@@ -309,7 +312,7 @@ func TestBearerRefusals(t *testing.T) {
 			want: want{grantFailure: "no_grants_stale", refresh: true}},
 		{name: "local membership expired by an operator", holder: func() holder {
 			h := f.newHolder(f.acme, localMember, "")
-			f.in(f.acme, func(tx pgx.Tx) error { return postgres.ExpireMembership(ctx, tx, f.acme, h.userID, actor) })
+			f.in(f.acme, func(tx *postgres.Tx) error { return tx.ExpireMembership(ctx, h.userID, actor) })
 			return h
 		}, want: want{grantFailure: "no_grants_stale", refresh: true}},
 		{name: "accepted: GitHub membership within the day", holder: func() holder {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/ingest"
@@ -90,8 +88,8 @@ func (d *db) tenant() (string, int64) {
 		d.t.Fatal(err)
 	}
 	var repo int64
-	d.in(tn.ID, func(tx pgx.Tx) error {
-		r, err := postgres.AddRepository(ctx, tx, tn.ID, postgres.NewRepository{FullName: "acme/api"})
+	d.in(tn.ID, func(tx *postgres.Tx) error {
+		r, err := tx.AddRepository(ctx, postgres.NewRepository{FullName: "acme/api"})
 		repo = r.ID
 		return err
 	})
@@ -100,7 +98,7 @@ func (d *db) tenant() (string, int64) {
 
 // in runs fn in a tenant transaction as the runtime role, as the worker
 // and the importers run ingestion.
-func (d *db) in(tid string, fn func(tx pgx.Tx) error) {
+func (d *db) in(tid string, fn func(tx *postgres.Tx) error) {
 	d.t.Helper()
 	if err := d.env.App.InTenant(context.Background(), tid, fn); err != nil {
 		d.t.Fatal(err)
@@ -117,15 +115,7 @@ func (d *db) stored(tid string) string {
 	d.t.Helper()
 	var all []string
 	for _, table := range textTables {
-		rows, err := d.env.Admin.Pool.Query(context.Background(), fmt.Sprintf("SELECT t::text FROM %s t WHERE tenant_id = $1", table), tid)
-		if err != nil {
-			d.t.Fatal(err)
-		}
-		texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			d.t.Fatal(err)
-		}
-		all = append(all, texts...)
+		all = append(all, d.env.AdminStrings(d.t, fmt.Sprintf("SELECT t::text FROM %s t WHERE tenant_id = $1", table), tid)...)
 	}
 	return strings.Join(all, "\n")
 }
@@ -188,7 +178,7 @@ func TestEntryPointsRedactAndLearn(t *testing.T) {
 			}
 
 			tid, repo := d.tenant()
-			d.in(tid, func(tx pgx.Tx) error {
+			d.in(tid, func(tx *postgres.Tx) error {
 				if err := l.Record(ctx, tx, tid); err != nil {
 					return err
 				}
@@ -213,7 +203,7 @@ func TestLearnedSecretsStayInTheirTenant(t *testing.T) {
 	manifest, value := k8sSecret("tenant")
 	mine, myRepo := d.tenant()
 	other, otherRepo := d.tenant()
-	d.in(mine, func(tx pgx.Tx) error {
+	d.in(mine, func(tx *postgres.Tx) error {
 		_, err := in.Index(ctx, tx, mine, myRepo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{
 			{Path: "deploy/secret.yaml", Lines: codeindex.SplitLines(manifest)}}}, actor)
 		return err
@@ -227,43 +217,43 @@ func TestLearnedSecretsStayInTheirTenant(t *testing.T) {
 	// marker shows whether the value was redacted.
 	probes := []struct {
 		name  string
-		store func(tx pgx.Tx, tid string, repo int64, text string) error
+		store func(tx *postgres.Tx, tid string, repo int64, text string) error
 	}{
-		{"Index (content)", func(tx pgx.Tx, tid string, repo int64, text string) error {
+		{"Index (content)", func(tx *postgres.Tx, tid string, repo int64, text string) error {
 			_, err := in.Index(ctx, tx, tid, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{
 				{Path: "deploy/secret.yaml", Lines: []string{"x"}}, {Path: "notes.txt", Lines: []string{"a", text, "b"}}}}, actor)
 			return err
 		}},
-		{"Index (path)", func(tx pgx.Tx, tid string, repo int64, text string) error {
+		{"Index (path)", func(tx *postgres.Tx, tid string, repo int64, text string) error {
 			_, err := in.Index(ctx, tx, tid, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{
 				{Path: "dir/" + strings.ReplaceAll(text, " ", "_") + "/x.txt", Lines: []string{"x"}}}}, actor)
 			return err
 		}},
-		{"IndexChanges", func(tx pgx.Tx, tid string, repo int64, text string) error {
+		{"IndexChanges", func(tx *postgres.Tx, tid string, repo int64, text string) error {
 			_, err := in.IndexChanges(ctx, tx, tid, repo, commit, []codeindex.File{{Path: "changed.txt", Lines: []string{text}}}, nil, actor)
 			return err
 		}},
-		{"IndexPull", func(tx pgx.Tx, tid string, repo int64, text string) error {
+		{"IndexPull", func(tx *postgres.Tx, tid string, repo int64, text string) error {
 			_, err := in.IndexPull(ctx, tx, tid, repo, 7, commit, commit, []codeindex.File{{Path: "pr.txt", Lines: []string{text}}}, nil)
 			return err
 		}},
-		{"Import", func(tx pgx.Tx, tid string, repo int64, text string) error {
+		{"Import", func(tx *postgres.Tx, tid string, repo int64, text string) error {
 			_, err := in.Import(ctx, tx, tid, codelotse.ReviewImport{Repository: "acme/api", Source: "review-json",
 				PullRequest: &codelotse.PullRequest{Number: 3, Title: text},
 				Review:      codelotse.Review{ExternalID: "r-" + text[:6], Status: "completed", Summary: text},
 				Findings:    []codelotse.Finding{{RuleKey: "r", Severity: codelotse.SeverityLow, Status: "open", Title: text, Body: text, Fingerprint: "fp"}}}, actor)
 			return err
 		}},
-		{"UpsertRule", func(tx pgx.Tx, tid string, repo int64, text string) error {
+		{"UpsertRule", func(tx *postgres.Tx, tid string, repo int64, text string) error {
 			_, err := in.UpsertRule(ctx, tx, tid, &repo, codelotse.Rule{Key: "rule", Title: "T", Severity: codelotse.SeverityLow,
 				Instructions: text, PathGlobs: []string{"**/" + strings.ReplaceAll(text, " ", "_")}})
 			return err
 		}},
-		{"AddRepository", func(tx pgx.Tx, tid string, repo int64, text string) error {
+		{"AddRepository", func(tx *postgres.Tx, tid string, repo int64, text string) error {
 			_, err := in.AddRepository(ctx, tx, tid, postgres.NewRepository{FullName: "acme/web", URL: "https://example.test/" + strings.ReplaceAll(text, " ", "/")})
 			return err
 		}},
-		{"UpsertGitHubRepository", func(tx pgx.Tx, tid string, repo int64, text string) error {
+		{"UpsertGitHubRepository", func(tx *postgres.Tx, tid string, repo int64, text string) error {
 			_, err := in.UpsertGitHubRepository(ctx, tx, tid, 4242, "acme/gh", "main", "https://example.test/"+strings.ReplaceAll(text, " ", "/"), true)
 			return err
 		}},
@@ -284,11 +274,11 @@ func TestLearnedSecretsStayInTheirTenant(t *testing.T) {
 				}
 				return
 			}
-			d.in(mine, func(tx pgx.Tx) error { return p.store(tx, mine, myRepo, text) })
+			d.in(mine, func(tx *postgres.Tx) error { return p.store(tx, mine, myRepo, text) })
 			if m, v := seen(d.stored(mine)); !m || v {
 				t.Errorf("own tenant: probe stored %v, value stored %v; want the probe stored with the value redacted", m, v)
 			}
-			d.in(other, func(tx pgx.Tx) error { return p.store(tx, other, otherRepo, text) })
+			d.in(other, func(tx *postgres.Tx) error { return p.store(tx, other, otherRepo, text) })
 			if m, v := seen(d.stored(other)); !m || !v {
 				t.Errorf("other tenant: probe stored %v, value stored %v; want it stored as written (the other tenant never learned it)", m, v)
 			}
@@ -355,11 +345,11 @@ func TestLineCountsStayTrue(t *testing.T) {
 			}
 
 			path := fmt.Sprintf("f%d.txt", i)
-			d.in(tid, func(tx pgx.Tx) error {
+			d.in(tid, func(tx *postgres.Tx) error {
 				_, err := in.Index(ctx, tx, tid, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{{Path: path, Lines: tc.lines}}}, actor)
 				return err
 			})
-			got, err := postgres.ReadIndexedFile(ctx, d.env.App, tid, repo, path, 0, 0)
+			got, err := d.env.App.Tenant(tid).ReadIndexedFile(ctx, repo, path, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -451,7 +441,7 @@ func TestUnavailableScannerFailsClosed(t *testing.T) {
 	onlyPlaceholders(t, "Rule", r.Title, r.Instructions, r.PathGlobs[0])
 
 	tid, repo := d.tenant()
-	d.in(tid, func(tx pgx.Tx) error {
+	d.in(tid, func(tx *postgres.Tx) error {
 		if err := l.Record(ctx, tx, tid); err != nil {
 			return err
 		}
@@ -475,14 +465,14 @@ func TestUnavailableScannerFailsClosed(t *testing.T) {
 
 	// A rule key and a repository name are identifiers: no placeholder
 	// can stand in for them, so they are refused, not stored.
-	err := d.env.App.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	err := d.env.App.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		_, err := in.UpsertRule(ctx, tx, tid, nil, codelotse.Rule{Key: "k", Title: "t", Severity: codelotse.SeverityLow})
 		return err
 	})
 	if codelotse.ErrorCode(err) != codelotse.Invalid {
 		t.Errorf("UpsertRule: %v, want an invalid-input error", err)
 	}
-	err = d.env.App.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	err = d.env.App.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		_, err := in.AddRepository(ctx, tx, tid, postgres.NewRepository{FullName: "acme/web"})
 		return err
 	})

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
-	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/shape"
 )
 
@@ -47,7 +46,7 @@ func runGetPullRequestReview(ctx context.Context, s *session, raw json.RawMessag
 	if *in.Number < 1 {
 		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "number must be a positive pull request number.")
 	}
-	d, err := postgres.GetReview(ctx, s.deps.DB, s.principal.TenantID, r.ID, *in.Number, in.ReviewID)
+	d, err := s.deps.DB.Tenant(s.principal.TenantID).GetReview(ctx, r.ID, *in.Number, in.ReviewID)
 	if err != nil {
 		return shape.Doc{}, err
 	}
@@ -107,5 +106,5 @@ func (s *session) requiredRepo(ctx context.Context, raw json.RawMessage) (codelo
 	if !given {
 		return codelotse.Repository{}, codelotse.Errorf(codelotse.Invalid, `Missing required argument "repository".`)
 	}
-	return postgres.ResolveRepository(ctx, s.deps.DB, s.principal.TenantID, s.filter(), ref)
+	return s.deps.DB.Tenant(s.principal.TenantID).ResolveRepository(ctx, s.filter(), ref)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
-	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/shape"
 )
 
@@ -47,14 +46,14 @@ func runGetRules(ctx context.Context, s *session, raw json.RawMessage) (shape.Do
 	var repoID *int64
 	var repoHead any
 	if given {
-		r, err := postgres.ResolveRepository(ctx, s.deps.DB, s.principal.TenantID, s.filter(), ref)
+		r, err := s.deps.DB.Tenant(s.principal.TenantID).ResolveRepository(ctx, s.filter(), ref)
 		if err != nil {
 			return shape.Doc{}, err
 		}
 		repoID = &r.ID
 		repoHead = map[string]any{"id": r.ID, "full_name": r.FullName}
 	}
-	rules, err := postgres.RulesInForce(ctx, s.deps.DB, s.principal.TenantID, repoID)
+	rules, err := s.deps.DB.Tenant(s.principal.TenantID).RulesInForce(ctx, repoID)
 	if err != nil {
 		return shape.Doc{}, err
 	}

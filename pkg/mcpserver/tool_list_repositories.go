@@ -63,7 +63,7 @@ func runListRepositories(ctx context.Context, s *session, raw json.RawMessage) (
 			return shape.Doc{}, err
 		}
 	}
-	repos, err := postgres.ListRepositories(ctx, s.deps.DB, s.principal.TenantID, s.filter(), in.Query, pos.ID, limit+1)
+	repos, err := s.deps.DB.Tenant(s.principal.TenantID).ListRepositories(ctx, s.filter(), in.Query, pos.ID, limit+1)
 	if err != nil {
 		return shape.Doc{}, err
 	}
