@@ -120,6 +120,8 @@ func TestSearchCandidatesHandoffs(t *testing.T) {
 	pats := [][]string{{"edge_marker"}, {"common"}, {"middleword"}, {"needle_rare"}}
 	checkCandidates(t, env, tenant, sets, pats, []string{"", "src/"}, []int{1, 2, 3, 5, 8, 13, 32, 200})
 	checkCandidates(t, env, many, []repoSet{{"seventy repositories", manyRepos}, {"sixty-nine", manyRepos[1:]}}, pats, []string{""}, []int{1, 3, 32, 200})
+	dense, denseRepos := seedCode(t, env, "dense", 70, 8) // id-range windows back to back
+	checkCandidates(t, env, dense, []repoSet{{"seventy dense repositories", denseRepos}, {"every other", everyOther(denseRepos)}}, pats[1:], []string{""}, []int{1, 2, 3, 5, 8, 32})
 
 	all := referenceChunks(t, env, tenant)
 	for _, set := range sets {
@@ -151,6 +153,14 @@ func TestSearchCandidatesHandoffs(t *testing.T) {
 			}
 		}
 	}
+}
+
+func everyOther(ids []int64) []int64 {
+	var out []int64
+	for i := 0; i < len(ids); i += 2 {
+		out = append(out, ids[i])
+	}
+	return out
 }
 
 type repoSet struct {
@@ -257,8 +267,9 @@ func checkCandidates(t *testing.T, env *pgtest.Env, tenant string, sets []repoSe
 func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 	env := pgtest.New(t)
 	ctx := context.Background()
-	a, _ := seedCode(t, env, "alpha", 2, 20)
-	_, bRepos := seedCode(t, env, "bravo", 10, 20)
+	a, aRepos := seedCode(t, env, "alpha", 2, 20)
+	_, bRepos := seedCodeSpread(t, env, "bravo", 10, 20, true) // over many buckets: every phase runs
+	_, cRepos := seedCode(t, env, "charlie", 70, 2)           // more repositories than get per-repository windows
 	for _, tc := range []struct {
 		repos    []int64
 		patterns []string
@@ -266,15 +277,37 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 	}{
 		{bRepos[:1], []string{"%func%"}, ""},
 		{bRepos, []string{"%func%"}, ""},
+		{bRepos, []string{"%middleword%"}, ""},
+		{bRepos, []string{`%edge\_marker%`}, ""},
+		{bRepos, []string{`%needle\_rare%`}, ""},
 		{bRepos, []string{"%func%"}, "src/dir1/"},
+		{bRepos, []string{"%func%"}, "src/"},
 		{bRepos, nil, "src/dir1/"},
+		{bRepos[:1], nil, ""},
+		{cRepos, []string{"%func%"}, ""},
+		{cRepos, []string{`%needle\_rare%`}, ""},
 	} {
-		cands, err := postgres.SearchCandidates(ctx, env.App, a, tc.repos, tc.patterns, tc.prefix, 0, 100)
+		for _, limit := range []int{1, 100} {
+			cands, err := postgres.SearchCandidates(ctx, env.App, a, tc.repos, tc.patterns, tc.prefix, 0, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cands) != 0 {
+				t.Errorf("tenant alpha with another tenant's repositories %v, %v, %q: %d candidates", tc.repos, tc.patterns, tc.prefix, len(cands))
+			}
+		}
+	}
+	// Alpha's own repositories among the others': only alpha's chunks.
+	mixed := append(append(slices.Clone(aRepos), bRepos...), cRepos...)
+	for _, pats := range [][]string{{"%func%"}, {"%middleword%"}, {`%needle\_rare%`}} {
+		cands, err := postgres.SearchCandidates(ctx, env.App, a, mixed, pats, "", 0, 5000)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cands) != 0 {
-			t.Errorf("tenant alpha with bravo's repositories %v, %v, %q: %d candidates", tc.repos, tc.patterns, tc.prefix, len(cands))
+		for _, c := range cands {
+			if !slices.Contains(aRepos, c.RepositoryID) {
+				t.Errorf("tenant alpha, %v: candidate %d of repository %d", pats, c.ChunkID, c.RepositoryID)
+			}
 		}
 	}
 }
