@@ -92,6 +92,8 @@ DECLARE
     v_prefix   text := NULL;
     v_files    integer;
     v_ids      bigint[] := '{}';
+    v_all      bigint[];
+    v_pos      integer;
     v_found    bigint[];
     v_n        integer;
     v_need     integer := p_limit;
@@ -143,19 +145,46 @@ BEGIN
             INTO v_files USING v_tenant, p_repo_ids, v_prefix;
     END IF;
     IF v_prefix IS NOT NULL AND (v_npat = 0 OR v_files < 2000) THEN
-        -- Files first: the files under the prefix, then their chunks (one
-        -- index lookup per file), each checked for the patterns; the page's
-        -- rows are read afterwards. The CTE and OFFSET 0 keep that order
-        -- whatever the estimates say of the patterns.
-        EXECUTE format('WITH f AS MATERIALIZED (
+        -- Files first: the files under the prefix, then the ids of their
+        -- chunks after the position (one index lookup per file; no content
+        -- is read), in order; then those chunks are fetched by primary key
+        -- and checked a slice at a time (twice the page first, then as
+        -- many as the yield says the rest of the page needs), so that a
+        -- common literal under a broad prefix stops early. The CTE and
+        -- OFFSET 0 keep that order whatever the estimates say of the
+        -- patterns.
+        EXECUTE 'WITH f AS MATERIALIZED (
                 SELECT f.id FROM public.code_files f
-                WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND f.path LIKE $7)
+                WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND f.path LIKE $3)
             SELECT ARRAY(SELECT c.id FROM f
-                CROSS JOIN LATERAL (SELECT c.id, c.content FROM public.code_chunks c
+                CROSS JOIN LATERAL (SELECT c.id FROM public.code_chunks c
                                     WHERE c.tenant_id = $1 AND c.file_id = f.id AND c.id > $4 OFFSET 0) c
-                WHERE true %s ORDER BY c.id LIMIT $5)', v_pats)
-            INTO v_ids
-            USING v_tenant, p_repo_ids, p_path_prefix, p_after_chunk, p_limit, p_patterns, v_prefix;
+                ORDER BY c.id)'
+            INTO v_all
+            USING v_tenant, p_repo_ids, v_prefix, p_after_chunk;
+        v_pos := 1;
+        v_size := v_window;
+        WHILE v_need > 0 AND v_pos <= coalesce(array_length(v_all, 1), 0) LOOP
+            IF v_npat = 0 THEN
+                v_found := v_all[v_pos : v_pos + v_need - 1];
+            ELSE
+                -- By primary key first (a CTE of its own), never a trigram
+                -- bitmap over the tenant on a misestimated pattern.
+                EXECUTE format('WITH c AS MATERIALIZED (SELECT c.id, c.content FROM public.code_chunks c
+                                     WHERE c.tenant_id = $1 AND c.id = ANY($2))
+                    SELECT ARRAY(SELECT c.id FROM c WHERE true %s ORDER BY c.id LIMIT $5)', v_pats)
+                    INTO v_found
+                    USING v_tenant, v_all[v_pos : v_pos + v_size - 1], p_path_prefix, p_after_chunk, v_need, p_patterns;
+            END IF;
+            v_n := coalesce(array_length(v_found, 1), 0);
+            v_ids := v_ids || v_found;
+            v_need := v_need - v_n;
+            v_matched := v_matched + v_n;
+            v_pos := v_pos + v_size;
+            v_seen := v_seen + v_size;
+            v_size := CASE WHEN v_matched = 0 THEN v_size * 4
+                           ELSE least(v_size * 8, greatest(v_window / 2, v_seen * v_need * 5 / (4 * v_matched))) END;
+        END LOOP;
         RETURN QUERY EXECUTE v_rows_sql USING v_tenant, v_ids;
         RETURN;
     END IF;

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,18 +69,7 @@ func BenchmarkSearchCodeBigTenant(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			run() // warm the plan and buffer caches
-			times := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				run()
-				times = append(times, time.Since(t0))
-			}
-			b.StopTimer()
-			slices.Sort(times)
-			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(times[len(times)*9/10].Microseconds())/1000, "p90-ms")
+			reportP50P90(b, run)
 		})
 	}
 }

@@ -269,7 +269,7 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 	ctx := context.Background()
 	a, aRepos := seedCode(t, env, "alpha", 2, 20)
 	_, bRepos := seedCodeSpread(t, env, "bravo", 10, 20, true) // over many buckets: every phase runs
-	_, cRepos := seedCode(t, env, "charlie", 70, 2)           // more repositories than get per-repository windows
+	_, cRepos := seedCode(t, env, "charlie", 70, 2)            // more repositories than get per-repository windows
 	for _, tc := range []struct {
 		repos    []int64
 		patterns []string
