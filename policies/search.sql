@@ -31,20 +31,34 @@ CREATE POLICY code_search_read ON repositories FOR SELECT TO {{search}} USING (t
 --  * a path prefix with no pattern (a scoped, literal-less regex), or a
 --    narrow one (fewer than 2,000 files under it): the files under the
 --    prefix first, then their chunks, checked without the trigram index;
+--  * no pattern otherwise (a literal-less regex scoped to a repository):
+--    the next chunks of the repositories in id order, every one a
+--    candidate;
 --  * otherwise, phase 1: a window of the next chunks of the granted
---    repositories in id order is checked (per repository through
---    code_chunks_tenant_repo_id when there are few, else an id range), which
---    finds a common literal's matches long before a trigram bitmap over the
---    whole tenant could have been built and sorted; phase 2, only when the
---    window holds too few matches: the trigram index, for the chunks after
---    the window. Phase 1's matches come first (smaller ids), phase 2's after.
---    A literal-less regex scoped to a repository is all window.
+--    repositories in id order (twice the page), checked directly, which
+--    answers a common literal long before any trigram bitmap could; phase
+--    2, only when the window holds too few matches: the chunks after it a
+--    bucket of 8,192 ids at a time, each bucket asking the trigram index
+--    code_chunks_tenant_span_trgm (whose second column is the bucket) for
+--    its own matches, so that the work — the index walk and the recheck of
+--    the candidates, each a detoasted chunk — depends on the bucket and not
+--    on the size of the tenant; phase 3, when the yield so far says more
+--    than 8 buckets would be needed: the same index for the rest of the
+--    tenant at once (a rare literal, whose candidates are few). With few
+--    repositories each bucket starts at the next chunk of one of them and
+--    the walk ends at their last chunk, so that one repository of many is
+--    searched over its own chunks. Each phase's matches come after the
+--    previous phase's (larger ids), so the concatenation is in order.
 --
--- Plans are pinned where statistics cannot be trusted (they are missing
--- right after an index is written, and the runtime role cannot ANALYZE):
--- phase 2 switches sequential and plain index scans off for its statement
--- (scoped to this function by the SET clauses), so it takes the trigram
--- bitmap and never degrades into reading every chunk.
+-- Plans are pinned where statistics cannot be trusted (the trigram
+-- selectivity of a pattern is unreliable — a word in 40 % of chunks was
+-- estimated at two rows — and the runtime role cannot ANALYZE): the window
+-- is fetched by primary key before any pattern is checked; the bucket and
+-- rest queries switch sequential and plain index scans off for their
+-- statement (scoped to this function by the SET clauses), so they take the
+-- trigram bitmap, and the exact bounds and the repository filter are
+-- applied to the bitmap's rows (outside the CTE), never offered to a btree
+-- index instead.
 DROP FUNCTION IF EXISTS search_code_candidates(bigint[], text[], text, bigint, integer);
 CREATE FUNCTION search_code_candidates(
     p_repo_ids    bigint[],
@@ -71,15 +85,32 @@ DECLARE
     v_tenant   uuid := current_setting('app.tenant_id')::uuid;
     v_npat     integer := coalesce(array_length(p_patterns, 1), 0);
     v_nrepo    integer := coalesce(array_length(p_repo_ids, 1), 0);
+    -- Up to this many repositories, windows go per repository and the
+    -- walk skips to their next chunk (one index probe each per step).
+    v_few      constant integer := 64;
     v_pats     text := '';
     v_prefix   text := NULL;
-    v_window   integer := greatest(800, p_limit * 8);
     v_files    integer;
-    v_rows     integer;
-    v_max      bigint;
-    v_done_to  bigint;
-    v_ids      bigint[];
+    v_ids      bigint[] := '{}';
+    v_all      bigint[];
+    v_pos      integer;
+    v_found    bigint[];
+    v_n        integer;
+    v_need     integer := p_limit;
+    v_lo       bigint := p_after_chunk;
+    v_hi       bigint;
+    v_end      bigint;
+    v_next     bigint;
+    v_window   integer := greatest(64, 2 * p_limit);
     v_src      text;
+    v_window_sql text;
+    v_bucket_sql text;
+    v_size     integer;
+    v_rest     boolean := false;
+    v_bucket   bigint;
+    v_seen     bigint := 0;
+    v_matched  bigint := 0;
+    v_est      bigint;
     -- A page of rows by primary key ($2: the ids, in order); OFFSET 0 keeps
     -- each lateral lookup a lookup, never a hash of every file of the tenant.
     v_rows_sql constant text := 'SELECT c.id, c.repository_id, r.full_name, f.commit_sha, f.path, c.start_line, c.end_line, f.line_count, c.content
@@ -96,7 +127,7 @@ BEGIN
     IF v_npat > 5 THEN
         RAISE EXCEPTION 'search_code_candidates: at most 5 patterns';
     END IF;
-    IF v_nrepo = 0 THEN
+    IF v_nrepo = 0 OR p_after_chunk IS NULL THEN
         RETURN;
     END IF;
     -- Patterns and the prefix are bound as parameters ($6[i], $7), never
@@ -114,84 +145,178 @@ BEGIN
             INTO v_files USING v_tenant, p_repo_ids, v_prefix;
     END IF;
     IF v_prefix IS NOT NULL AND (v_npat = 0 OR v_files < 2000) THEN
-        -- Files first: the files under the prefix, then their chunks (one
-        -- index lookup per file), each checked for the patterns; the page's
-        -- rows are read afterwards. The CTE and OFFSET 0 keep that order
-        -- whatever the estimates say of the patterns.
-        EXECUTE format('WITH f AS MATERIALIZED (
+        -- Files first: the files under the prefix, then the ids of their
+        -- chunks after the position (one index lookup per file; no content
+        -- is read), in order; then those chunks are fetched by primary key
+        -- and checked a slice at a time (twice the page first, then as
+        -- many as the yield says the rest of the page needs), so that a
+        -- common literal under a broad prefix stops early. The CTE and
+        -- OFFSET 0 keep that order whatever the estimates say of the
+        -- patterns.
+        EXECUTE 'WITH f AS MATERIALIZED (
                 SELECT f.id FROM public.code_files f
-                WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND f.path LIKE $7)
+                WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND f.path LIKE $3)
             SELECT ARRAY(SELECT c.id FROM f
-                CROSS JOIN LATERAL (SELECT c.id, c.content FROM public.code_chunks c
+                CROSS JOIN LATERAL (SELECT c.id FROM public.code_chunks c
                                     WHERE c.tenant_id = $1 AND c.file_id = f.id AND c.id > $4 OFFSET 0) c
-                WHERE true %s ORDER BY c.id LIMIT $5)', v_pats)
-            INTO v_ids
-            USING v_tenant, p_repo_ids, p_path_prefix, p_after_chunk, p_limit, p_patterns, v_prefix;
+                ORDER BY c.id)'
+            INTO v_all
+            USING v_tenant, p_repo_ids, v_prefix, p_after_chunk;
+        v_pos := 1;
+        v_size := v_window;
+        WHILE v_need > 0 AND v_pos <= coalesce(array_length(v_all, 1), 0) LOOP
+            IF v_npat = 0 THEN
+                v_found := v_all[v_pos : v_pos + v_need - 1];
+            ELSE
+                -- By primary key first (a CTE of its own), never a trigram
+                -- bitmap over the tenant on a misestimated pattern.
+                EXECUTE format('WITH c AS MATERIALIZED (SELECT c.id, c.content FROM public.code_chunks c
+                                     WHERE c.tenant_id = $1 AND c.id = ANY($2))
+                    SELECT ARRAY(SELECT c.id FROM c WHERE true %s ORDER BY c.id LIMIT $5)', v_pats)
+                    INTO v_found
+                    USING v_tenant, v_all[v_pos : v_pos + v_size - 1], p_path_prefix, p_after_chunk, v_need, p_patterns;
+            END IF;
+            v_n := coalesce(array_length(v_found, 1), 0);
+            v_ids := v_ids || v_found;
+            v_need := v_need - v_n;
+            v_matched := v_matched + v_n;
+            v_pos := v_pos + v_size;
+            v_seen := v_seen + v_size;
+            v_size := CASE WHEN v_matched = 0 THEN v_size * 4
+                           ELSE least(v_size * 8, greatest(v_window / 2, v_seen * v_need * 5 / (4 * v_matched))) END;
+        END LOOP;
         RETURN QUERY EXECUTE v_rows_sql USING v_tenant, v_ids;
         RETURN;
     END IF;
 
-    -- Phase 1: the window.
-    IF v_nrepo <= 8 THEN
-        -- The first v_window chunks of each repository after the position;
-        -- the v_window smallest of their union are the window (every one of
-        -- the overall first v_window is among its repository's first).
-        -- Ids only (an index-only walk); contents are read for the window.
+    IF v_npat = 0 THEN
+        -- Every chunk is a candidate: the next p_limit of the repositories
+        -- (the first p_limit of each, then the smallest of their union).
+        IF v_nrepo <= v_few THEN
+            EXECUTE 'SELECT ARRAY(SELECT w.id FROM unnest($2) AS g(rid)
+                CROSS JOIN LATERAL (SELECT c.id FROM public.code_chunks c
+                    WHERE c.tenant_id = $1 AND c.repository_id = g.rid AND c.id > $3
+                    ORDER BY c.id LIMIT $4) w
+                ORDER BY w.id LIMIT $4)'
+                INTO v_ids USING v_tenant, p_repo_ids, p_after_chunk, p_limit;
+        ELSE
+            EXECUTE 'SELECT ARRAY(SELECT c.id FROM public.code_chunks c
+                WHERE c.tenant_id = $1 AND c.id > $3 AND c.repository_id = ANY($2)
+                ORDER BY c.id LIMIT $4)'
+                INTO v_ids USING v_tenant, p_repo_ids, p_after_chunk, p_limit;
+        END IF;
+        RETURN QUERY EXECUTE v_rows_sql USING v_tenant, v_ids;
+        RETURN;
+    END IF;
+
+    -- Where the walk ends: the repositories' last chunk (few), or the
+    -- tenant's.
+    IF v_nrepo <= v_few THEN
+        SELECT max(x.id) INTO v_end FROM unnest(p_repo_ids) AS g(rid)
+        CROSS JOIN LATERAL (SELECT c.id FROM public.code_chunks c
+                            WHERE c.tenant_id = v_tenant AND c.repository_id = g.rid
+                            ORDER BY c.id DESC LIMIT 1) x;
+    ELSE
+        SELECT max(c.id) INTO v_end FROM public.code_chunks c WHERE c.tenant_id = v_tenant;
+    END IF;
+    -- A window: the next $8 chunks of the repositories after $4 (per
+    -- repository through code_chunks_tenant_repo_id when there are few,
+    -- else an id range, so that the work stays bounded however few of the
+    -- range's chunks are granted), fetched by primary key before the
+    -- patterns are checked (a CTE of its own), so that the planner cannot
+    -- trade the window for a trigram bitmap on a misestimated pattern.
+    IF v_nrepo <= v_few THEN
         v_src := 'SELECT w.id FROM unnest($2) AS g(rid)
             CROSS JOIN LATERAL (SELECT c.id FROM public.code_chunks c
                 WHERE c.tenant_id = $1 AND c.repository_id = g.rid AND c.id > $4
                 ORDER BY c.id LIMIT $8) w
             ORDER BY w.id LIMIT $8';
     ELSE
-        -- Many repositories: an id range, so that the work stays bounded
-        -- however few of the range's chunks are granted.
         v_src := 'SELECT c.id FROM public.code_chunks c
             WHERE c.tenant_id = $1 AND c.id > $4 AND c.id <= $4 + $8 AND c.repository_id = ANY($2)';
     END IF;
-    -- The window's chunks are fetched by primary key before the patterns
-    -- are checked (a CTE of its own), so that the planner cannot trade the
-    -- window for a trigram bitmap on a misestimated pattern.
-    EXECUTE format('WITH w AS MATERIALIZED (%s),
+    v_window_sql := format('WITH w AS MATERIALIZED (%s),
         c AS MATERIALIZED (SELECT c.id, c.file_id, c.content FROM public.code_chunks c
                            WHERE c.tenant_id = $1 AND c.id = ANY(ARRAY(SELECT w.id FROM w)))
         SELECT (SELECT count(*)::int FROM w), (SELECT max(w.id) FROM w),
                ARRAY(SELECT c.id FROM c
                      CROSS JOIN LATERAL (SELECT f.path FROM public.code_files f
                                          WHERE f.tenant_id = $1 AND f.id = c.file_id OFFSET 0) f
-                     WHERE ($7::text IS NULL OR f.path LIKE $7) %s ORDER BY c.id LIMIT $5)', v_src, v_pats)
-        INTO v_rows, v_max, v_ids
-        USING v_tenant, p_repo_ids, p_path_prefix, p_after_chunk, p_limit, p_patterns, v_prefix, v_window;
-    IF v_nrepo <= 8 THEN
-        -- Fewer rows than asked for: the window reached the end.
-        v_done_to := CASE WHEN v_rows < v_window THEN NULL ELSE v_max END;
-    ELSE
-        v_done_to := CASE WHEN p_after_chunk + v_window >= (SELECT max(c.id) FROM public.code_chunks c WHERE c.tenant_id = v_tenant)
-                          THEN NULL ELSE p_after_chunk + v_window END;
-    END IF;
+                     WHERE ($7::text IS NULL OR f.path LIKE $7) %s ORDER BY c.id LIMIT $5)', v_src, v_pats);
+    -- A bucket's candidates ($4: the bucket; $3: the position), or with no
+    -- bucket the rest of the tenant's.
+    v_bucket_sql := format('WITH s AS MATERIALIZED (
+            SELECT c.id, c.repository_id, c.file_id FROM public.code_chunks c
+            WHERE c.tenant_id = $1 AND ($4::bigint IS NULL OR (c.id >> 13) = $4) %s)
+        SELECT ARRAY(SELECT s.id FROM s
+            WHERE s.id > $3 AND s.repository_id = ANY($2)
+              AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM public.code_files f
+                   WHERE f.tenant_id = $1 AND f.id = s.file_id AND f.path LIKE $7))
+            ORDER BY s.id LIMIT $5)', v_pats);
 
+    v_size := v_window;
+    LOOP
+        EXIT WHEN v_need <= 0 OR v_end IS NULL OR v_lo >= v_end;
+        IF v_nrepo <= v_few THEN
+            -- Skip to the next chunk of one of the repositories, past the
+            -- chunks of others (an index-only probe each).
+            SELECT min(x.id) INTO v_next FROM unnest(p_repo_ids) AS g(rid)
+            CROSS JOIN LATERAL (SELECT c.id FROM public.code_chunks c
+                                WHERE c.tenant_id = v_tenant AND c.repository_id = g.rid AND c.id > v_lo
+                                ORDER BY c.id LIMIT 1) x;
+        ELSE
+            -- Skip to the tenant's next chunk (an index-only probe): the
+            -- ids of other tenants are never walked.
+            SELECT c.id INTO v_next FROM public.code_chunks c
+            WHERE c.tenant_id = v_tenant AND c.id > v_lo ORDER BY c.id LIMIT 1;
+        END IF;
+        EXIT WHEN v_next IS NULL;
+        v_lo := v_next - 1;
+        v_bucket := (v_lo + 1) >> 13;
+        IF v_size IS NOT NULL THEN
+            -- A window of v_size chunks, checked directly.
+            EXECUTE v_window_sql INTO v_n, v_hi, v_found
+                USING v_tenant, p_repo_ids, p_path_prefix, v_lo, v_need, p_patterns, v_prefix, v_size;
+            IF v_nrepo > v_few THEN
+                v_hi := v_lo + v_size;
+            ELSIF v_n = 0 THEN
+                EXIT; -- no chunk of the repositories after v_lo
+            END IF;
+            v_seen := v_seen + (v_hi - v_lo);
+        ELSIF v_rest THEN
+            PERFORM set_config('enable_seqscan', 'off', true);
+            PERFORM set_config('enable_indexscan', 'off', true);
+            EXECUTE v_bucket_sql INTO v_found
+                USING v_tenant, p_repo_ids, v_lo, NULL::bigint, v_need, p_patterns, v_prefix;
+            v_ids := v_ids || v_found;
+            EXIT;
+        ELSE
+            PERFORM set_config('enable_seqscan', 'off', true);
+            PERFORM set_config('enable_indexscan', 'off', true);
+            EXECUTE v_bucket_sql INTO v_found
+                USING v_tenant, p_repo_ids, v_lo, v_bucket, v_need, p_patterns, v_prefix;
+            PERFORM set_config('enable_seqscan', 'on', true);
+            PERFORM set_config('enable_indexscan', 'on', true);
+            v_hi := ((v_bucket + 1) << 13) - 1;
+            v_seen := v_seen + (v_hi - v_lo);
+        END IF;
+        v_n := coalesce(array_length(v_found, 1), 0);
+        v_ids := v_ids || v_found;
+        v_need := v_need - v_n;
+        v_matched := v_matched + v_n;
+        v_lo := v_hi;
+        -- The next step, from the yield so far: the ids the rest of the
+        -- page needs, with a quarter to spare. Dense matches: another
+        -- window of that many chunks (cheaper than a bucket's candidates);
+        -- sparse ones: a bucket; so sparse that more than 8 buckets would
+        -- be needed, and more than 8 remain: the rest at once.
+        v_est := CASE WHEN v_matched = 0 THEN NULL ELSE v_seen * v_need * 5 / (4 * v_matched) END;
+        v_size := CASE WHEN v_est <= 2048 THEN greatest(v_window / 2, v_est)::integer END;
+        v_rest := v_seen >= 8192 AND (v_est IS NULL OR v_est > 8 * 8192) AND (v_end >> 13) - ((v_lo + 1) >> 13) > 8;
+    END LOOP;
+    PERFORM set_config('enable_seqscan', 'on', true);
+    PERFORM set_config('enable_indexscan', 'on', true);
     RETURN QUERY EXECUTE v_rows_sql USING v_tenant, v_ids;
-    -- Without patterns (a repository-scoped, literal-less regex) every
-    -- chunk of the window is a candidate, so the window always suffices.
-    IF coalesce(array_length(v_ids, 1), 0) >= p_limit OR v_done_to IS NULL OR v_npat = 0 THEN
-        RETURN;
-    END IF;
-
-    -- Phase 2: the trigram index, after the window.
-    PERFORM set_config('enable_seqscan', 'off', true);
-    PERFORM set_config('enable_indexscan', 'off', true);
-    RETURN QUERY EXECUTE 'WITH cand AS MATERIALIZED (
-            SELECT c.id, c.repository_id, c.file_id, c.start_line, c.end_line, c.content
-            FROM public.code_chunks c
-            WHERE c.tenant_id = $1 AND c.repository_id = ANY($2) AND c.id > $4' || v_pats || '
-              AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM public.code_files pf
-                   WHERE pf.tenant_id = $1 AND pf.id = c.file_id AND pf.path LIKE $7))
-            ORDER BY c.id LIMIT $5)
-        SELECT cand.id, cand.repository_id, r.full_name, f.commit_sha, f.path, cand.start_line, cand.end_line, f.line_count, cand.content
-        FROM cand
-        JOIN public.code_files f ON f.tenant_id = $1 AND f.id = cand.file_id
-        JOIN public.repositories r ON r.tenant_id = $1 AND r.id = cand.repository_id
-        ORDER BY cand.id'
-        USING v_tenant, p_repo_ids, p_path_prefix, v_done_to, p_limit - coalesce(array_length(v_ids, 1), 0), p_patterns, v_prefix;
 END
 $fn$;
 ALTER FUNCTION search_code_candidates(bigint[], text[], text, bigint, integer) OWNER TO {{search}};

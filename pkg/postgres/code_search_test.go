@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
 )
@@ -18,6 +19,22 @@ import (
 // order as ReplaceIndex writes them. Chunk text mixes a common word (about
 // 40 % of chunks), a middling one (5 %) and a rare one (0.2 %).
 func seedCode(t testing.TB, env *pgtest.Env, slug string, repos, files int) (tenant string, repoIDs []int64) {
+	t.Helper()
+	return seedCodeSpread(t, env, slug, repos, files, false)
+}
+
+// spanBucket is the number of chunk ids in a bucket of
+// code_chunks_tenant_span_trgm (id >> 13).
+const spanBucket = 8192
+
+// seedCodeSpread is seedCode; with spread, each repository's chunks start
+// 100 ids before a multiple of three buckets (the ids in between are never
+// used), so that the repositories straddle bucket boundaries and the
+// tenant spans many buckets, and the chunks next to a bucket boundary (ids
+// ≡ -2, -1, 0, 1 mod spanBucket) and every 97th chunk also contain
+// "edge_marker()": a sparse pattern whose matches sit where the search
+// hands over from one bucket to the next.
+func seedCodeSpread(t testing.TB, env *pgtest.Env, slug string, repos, files int, spread bool) (tenant string, repoIDs []int64) {
 	t.Helper()
 	ctx := context.Background()
 	err := env.Admin.Pool.QueryRow(ctx, `INSERT INTO tenants (slug, name) VALUES ($1, $1) RETURNING id`, slug).Scan(&tenant)
@@ -32,6 +49,12 @@ func seedCode(t testing.TB, env *pgtest.Env, slug string, repos, files int) (ten
 				return err
 			}
 			repoIDs = append(repoIDs, id)
+			if spread {
+				if _, err := postgres.Raw(tx).Exec(ctx, `SELECT setval(pg_get_serial_sequence('code_chunks', 'id'),
+					((nextval(pg_get_serial_sequence('code_chunks', 'id')) + 101) / $1 + 1) * $1 - 101)`, 3*spanBucket); err != nil {
+					return err
+				}
+			}
 			if _, err := postgres.Raw(tx).Exec(ctx, `INSERT INTO code_files (tenant_id, repository_id, commit_sha, path, language, size, blob_sha, line_count)
 				SELECT $1, $2, 'c0ffee', CASE WHEN j % 10 = 9 THEN format('doc/file%s.go', j) ELSE format('src/dir%s/file%s.go', j % 10, j) END, 'Go', 100, md5(j::text), 90
 				FROM generate_series(0, $3 - 1) j ORDER BY 4`, tenant, id, files); err != nil {
@@ -47,6 +70,11 @@ func seedCode(t testing.TB, env *pgtest.Env, slug string, repos, files int) (ten
 				WHERE f.tenant_id = $1 AND f.repository_id = $2 ORDER BY f.path, k`, tenant, id); err != nil {
 				return err
 			}
+		}
+		if spread {
+			_, err := postgres.Raw(tx).Exec(ctx, `UPDATE code_chunks SET content = content || E'\nedge_marker()'
+				WHERE tenant_id = $1 AND ((id + 2) % $2 < 4 OR id % 97 = 0)`, tenant, spanBucket)
+			return err
 		}
 		return nil
 	})
@@ -64,27 +92,102 @@ func seedCode(t testing.TB, env *pgtest.Env, slug string, repos, files int) (ten
 
 // TestSearchCandidatesMatchesReference pages through search_code_candidates
 // for every branch of its plan (few and many repositories, narrow and broad
-// path prefixes, common and rare patterns, small and large pages) and checks
-// that the chunk ids are exactly, and in the order of, a plain reference.
+// path prefixes, common, middling, rare and boundary patterns, small and
+// large pages) and checks that the chunk ids are exactly, and in the order
+// of, a plain reference.
 func TestSearchCandidatesMatchesReference(t *testing.T) {
 	env := pgtest.New(t)
-	ctx := context.Background()
 	tenant, repos := seedCode(t, env, "code", 12, 200) // 2,160 files under src/: a broad prefix has over 2,000
+	checkCandidates(t, env, tenant, []repoSet{
+		{"one repository", repos[5:6]}, {"three repositories", []int64{repos[9], repos[1], repos[4]}}, {"twelve repositories", repos},
+	}, [][]string{{"common"}, {"middleword"}, {"needle_rare"}, {"middleword", "func f"}, {"nomatchatall"}, nil},
+		[]string{"", "src/dir3/", "src/dir3/file13", "src/"}, []int{7, 200})
+}
 
-	type chunk struct {
-		id, repo int64
-		path     string
-		content  string
+// TestSearchCandidatesHandoffs checks the hand-over between the phases of
+// search_code_candidates (windows, buckets of the span index, the rest)
+// against the reference, on repositories that straddle bucket boundaries
+// and spread over many buckets, with pages of every small size (so that
+// each step ends at many different places) and from every position around
+// each bucket boundary: a step that skips or repeats the chunk at its
+// border by even one id shows.
+func TestSearchCandidatesHandoffs(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	tenant, repos := seedCodeSpread(t, env, "spread", 12, 100, true)
+	many, manyRepos := seedCodeSpread(t, env, "many", 70, 5, true) // more repositories than get per-repository windows
+	sets := []repoSet{{"one repository", repos[4:5]}, {"two apart", []int64{repos[2], repos[9]}}, {"twelve repositories", repos}}
+	pats := [][]string{{"edge_marker"}, {"common"}, {"middleword"}, {"needle_rare"}}
+	checkCandidates(t, env, tenant, sets, pats, []string{"", "src/"}, []int{1, 2, 3, 5, 8, 13, 32, 200})
+	checkCandidates(t, env, many, []repoSet{{"seventy repositories", manyRepos}, {"sixty-nine", manyRepos[1:]}}, pats, []string{""}, []int{1, 3, 32, 200})
+	dense, denseRepos := seedCode(t, env, "dense", 70, 8) // id-range windows back to back
+	checkCandidates(t, env, dense, []repoSet{{"seventy dense repositories", denseRepos}, {"every other", everyOther(denseRepos)}}, pats[1:], []string{""}, []int{1, 2, 3, 5, 8, 32})
+
+	all := referenceChunks(t, env, tenant)
+	for _, set := range sets {
+		for _, pat := range pats {
+			want := matching(all, set.ids, pat, "")
+			for _, c := range all {
+				if (c.id+3)%spanBucket > 6 {
+					continue
+				}
+				// Every position from 3 before to 3 after a boundary.
+				after := c.id
+				var next []int64
+				for _, id := range want {
+					if id > after && len(next) < 3 {
+						next = append(next, id)
+					}
+				}
+				cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, set.ids, likes(pat), "", after, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []int64
+				for _, c := range cands {
+					got = append(got, c.ChunkID)
+				}
+				if !slices.Equal(got, next) {
+					t.Errorf("%s/%v after %d: got %v, want %v", set.name, pat, after, got, next)
+				}
+			}
+		}
 	}
-	var all []chunk
+}
+
+func everyOther(ids []int64) []int64 {
+	var out []int64
+	for i := 0; i < len(ids); i += 2 {
+		out = append(out, ids[i])
+	}
+	return out
+}
+
+type repoSet struct {
+	name string
+	ids  []int64
+}
+
+type refChunk struct {
+	id, repo int64
+	path     string
+	content  string
+}
+
+// referenceChunks reads every chunk of the tenant with its path, content
+// lowered, in id order, as the administrator.
+func referenceChunks(t *testing.T, env *pgtest.Env, tenant string) []refChunk {
+	t.Helper()
+	ctx := context.Background()
+	var all []refChunk
 	err := env.Admin.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
 		rows, err := postgres.Raw(tx).Query(ctx, `SELECT c.id, c.repository_id, f.path, lower(c.content) FROM code_chunks c JOIN code_files f ON f.tenant_id = c.tenant_id AND f.id = c.file_id
 			WHERE c.tenant_id = $1 ORDER BY c.id`, tenant)
 		if err != nil {
 			return err
 		}
-		all, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (chunk, error) {
-			var c chunk
+		all, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (refChunk, error) {
+			var c refChunk
 			return c, r.Scan(&c.id, &c.repo, &c.path, &c.content)
 		})
 		return err
@@ -92,36 +195,52 @@ func TestSearchCandidatesMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return all
+}
 
-	for _, repoSet := range []struct {
-		name string
-		ids  []int64
-	}{{"one repository", repos[5:6]}, {"three repositories", []int64{repos[9], repos[1], repos[4]}}, {"twelve repositories", repos}} {
-		for _, pats := range [][]string{{"common"}, {"middleword"}, {"needle_rare"}, {"middleword", "func f"}, {"nomatchatall"}, nil} {
-			for _, prefix := range []string{"", "src/dir3/", "src/dir3/file13", "src/"} {
-				if pats == nil && prefix == "" && len(repoSet.ids) > 1 {
+// matching is the reference: the ids of the chunks of repos under prefix
+// that contain every pattern, in id order.
+func matching(all []refChunk, repos []int64, pats []string, prefix string) []int64 {
+	var want []int64
+	for _, c := range all {
+		ok := slices.Contains(repos, c.repo) && strings.HasPrefix(c.path, prefix)
+		for _, p := range pats {
+			ok = ok && strings.Contains(c.content, p)
+		}
+		if ok {
+			want = append(want, c.id)
+		}
+	}
+	return want
+}
+
+func likes(pats []string) []string {
+	like := make([]string, len(pats))
+	for i, p := range pats {
+		like[i] = "%" + codeindex.EscapeLike(p) + "%"
+	}
+	return like
+}
+
+// checkCandidates pages through search_code_candidates for every
+// combination and compares the ids with the reference.
+func checkCandidates(t *testing.T, env *pgtest.Env, tenant string, sets []repoSet, pats [][]string, prefixes []string, limits []int) {
+	t.Helper()
+	ctx := context.Background()
+	all := referenceChunks(t, env, tenant)
+	for _, set := range sets {
+		for _, pat := range pats {
+			for _, prefix := range prefixes {
+				if pat == nil && prefix == "" && len(set.ids) > 1 {
 					continue // refused before the database unless scoped to a repository
 				}
-				for _, limit := range []int{7, 200} {
-					name := fmt.Sprintf("%s/%v/prefix=%q/limit=%d", repoSet.name, pats, prefix, limit)
-					var want []int64
-					for _, c := range all {
-						ok := slices.Contains(repoSet.ids, c.repo) && strings.HasPrefix(c.path, prefix)
-						for _, p := range pats {
-							ok = ok && strings.Contains(c.content, p)
-						}
-						if ok {
-							want = append(want, c.id)
-						}
-					}
-					like := make([]string, len(pats))
-					for i, p := range pats {
-						like[i] = "%" + p + "%"
-					}
+				want := matching(all, set.ids, pat, prefix)
+				for _, limit := range limits {
+					name := fmt.Sprintf("%s/%v/prefix=%q/limit=%d", set.name, pat, prefix, limit)
 					var got []int64
 					after := int64(0)
-					for page := 0; page < 2000; page++ {
-						cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, repoSet.ids, like, prefix, after, limit)
+					for page := 0; page < 5000; page++ {
+						cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, set.ids, likes(pat), prefix, after, limit)
 						if err != nil {
 							t.Fatalf("%s: %v", name, err)
 						}
@@ -148,8 +267,9 @@ func TestSearchCandidatesMatchesReference(t *testing.T) {
 func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 	env := pgtest.New(t)
 	ctx := context.Background()
-	a, _ := seedCode(t, env, "alpha", 2, 20)
-	_, bRepos := seedCode(t, env, "bravo", 10, 20)
+	a, aRepos := seedCode(t, env, "alpha", 2, 20)
+	_, bRepos := seedCodeSpread(t, env, "bravo", 10, 20, true) // over many buckets: every phase runs
+	_, cRepos := seedCode(t, env, "charlie", 70, 2)            // more repositories than get per-repository windows
 	for _, tc := range []struct {
 		repos    []int64
 		patterns []string
@@ -157,47 +277,81 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 	}{
 		{bRepos[:1], []string{"%func%"}, ""},
 		{bRepos, []string{"%func%"}, ""},
+		{bRepos, []string{"%middleword%"}, ""},
+		{bRepos, []string{`%edge\_marker%`}, ""},
+		{bRepos, []string{`%needle\_rare%`}, ""},
 		{bRepos, []string{"%func%"}, "src/dir1/"},
+		{bRepos, []string{"%func%"}, "src/"},
 		{bRepos, nil, "src/dir1/"},
+		{bRepos[:1], nil, ""},
+		{cRepos, []string{"%func%"}, ""},
+		{cRepos, []string{`%needle\_rare%`}, ""},
 	} {
-		cands, err := env.App.Tenant(a).SearchCandidates(ctx, tc.repos, tc.patterns, tc.prefix, 0, 100)
+		for _, limit := range []int{1, 100} {
+			cands, err := env.App.Tenant(a).SearchCandidates(ctx, tc.repos, tc.patterns, tc.prefix, 0, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cands) != 0 {
+				t.Errorf("tenant alpha with another tenant's repositories %v, %v, %q: %d candidates", tc.repos, tc.patterns, tc.prefix, len(cands))
+			}
+		}
+	}
+	// Alpha's own repositories among the others': only alpha's chunks.
+	mixed := append(append(slices.Clone(aRepos), bRepos...), cRepos...)
+	for _, pats := range [][]string{{"%func%"}, {"%middleword%"}, {`%needle\_rare%`}} {
+		cands, err := env.App.Tenant(a).SearchCandidates(ctx, mixed, pats, "", 0, 5000)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cands) != 0 {
-			t.Errorf("tenant alpha with bravo's repositories %v, %v, %q: %d candidates", tc.repos, tc.patterns, tc.prefix, len(cands))
+		for _, c := range cands {
+			if !slices.Contains(aRepos, c.RepositoryID) {
+				t.Errorf("tenant alpha, %v: candidate %d of repository %d", pats, c.ChunkID, c.RepositoryID)
+			}
 		}
 	}
 }
 
 // TestSearchCandidatesPlans asserts, on seeded data and as the runtime role,
 // which index each branch of search_code_candidates reads, so that a later
-// change cannot silently fall back to reading every chunk.
+// change cannot silently fall back to reading every chunk, or to the trigram
+// index over the whole tenant when a bucket would do.
 func TestSearchCandidatesPlans(t *testing.T) {
 	env := pgtest.New(t)
 	tenant, repos := seedCode(t, env, "code", 12, 200)
+	spread, spreadRepos := seedCodeSpread(t, env, "spread", 12, 100, true)
+	many, manyRepos := seedCode(t, env, "many", 70, 5)
 	conn, plans := explainConn(t, env)
 	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32)`
+	const (
+		bucket = "(id >> 13) = "               // the span index restricted to one bucket
+		whole  = "::uuid) AND (content ~~* '%" // the span index over the tenant's rest
+	)
+	rare := []string{`%needle\_rare%`}
 	for _, tc := range []struct {
 		name     string
+		tenant   string
 		repos    []int64
 		patterns []string
 		prefix   string
 		want     []string
 		never    []string
 	}{
-		{"common literal, one repository", repos[2:3], []string{"%common%"}, "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_content_trgm"}},
-		{"common literal, many repositories", repos, []string{"%common%"}, "", []string{"code_chunks_pkey"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_content_trgm"}},
-		{"rare literal", repos[:3], []string{"%needle_rare%"}, "", []string{"code_chunks_tenant_content_trgm"}, []string{"Seq Scan on code_chunks"}},
-		{"narrow path prefix", repos, []string{"%middleword%"}, "src/dir3/", []string{"code_files_tenant_path", "code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
-		{"no pattern", repos[:1], nil, "src/dir3/", []string{"code_files_tenant_path"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
+		{"common literal, one repository: windows", tenant, repos[2:3], []string{"%common%"}, "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm"}},
+		{"common literal, many repositories: id-range windows", many, manyRepos, []string{"%common%"}, "", []string{"code_chunks_pkey"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm"}},
+		{"rare literal: buckets", tenant, repos[:3], rare, "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
+		{"rare literal, twelve repositories: buckets", tenant, repos, rare, "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
+		{"rare literal over many buckets: the rest at once", spread, spreadRepos, rare, "", []string{"code_chunks_tenant_span_trgm", whole}, []string{"Seq Scan on code_chunks"}},
+		{"narrow path prefix", tenant, repos, []string{"%middleword%"}, "src/dir3/", []string{"code_files_tenant_path", "code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
+		{"no pattern", tenant, repos[:1], nil, "src/dir3/", []string{"code_files_tenant_path"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
+		{"no pattern, no prefix", tenant, repos[:1], nil, "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			patterns := tc.patterns
 			if patterns == nil {
 				patterns = []string{}
 			}
-			all := planOf(t, conn, plans, tenant, q, tc.repos, patterns, tc.prefix)
+			all := planOf(t, conn, plans, tc.tenant, q, tc.repos, patterns, tc.prefix)
 			for _, w := range tc.want {
 				if !strings.Contains(all, w) {
 					t.Errorf("plan does not use %s:\n%s", w, all)

@@ -1,0 +1,209 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+
+	"github.com/codelotse/codelotse/pkg/codeindex"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+)
+
+// codeBenchCases are the search_code cases of issue 11 (the cliffs and the
+// ordinary searches around them); repo scopes to one repository (1-based
+// index of the copies), path to a prefix.
+var codeBenchCases = []struct {
+	name, query string
+	regex       bool
+	repo        int
+	path        string
+}{
+	{"rare-literal", "TestSeekNoStrictOrdering", false, 0, ""},
+	{"symbol", "func NewRequestWithContext", false, 0, ""},
+	{"common-literal", "context.Context", false, 0, ""},
+	{"ci-text", "deadline exceeded", false, 0, ""},
+	{"regex-method", `func \(\w+ \*Reader\) ReadRune\(`, true, 0, ""},
+	{"regex-alternation", `(ErrShortWrite|ErrShortBuffer)`, true, 0, ""},
+	{"very-common-err", "err", false, 0, ""},
+	{"very-common-return", "return", false, 0, ""},
+	{"common-literal-one-repo", "context.Context", false, 3, ""},
+	{"common-literal-path", "context.Context", false, 0, "net/http/"},
+	{"regex-handler", `func \w+Handler\(`, true, 0, ""},
+}
+
+// BenchmarkSearchCodeBigTenant measures the database side of search_code on
+// the big tenant's code of issue 11: five indexed copies of the Go
+// toolchain's src/ (BENCH_CODE_TREE overrides the tree), of which
+// BIGTENANT_DIV keeps every div-th file (1 = full size, about 400,000
+// chunks; default 10), so that a literal's density is the same at every
+// size. Each call runs search_code's rounds as the tool does (candidates
+// of 200 after the last one, confirmed line by line, until 21 matching
+// lines, the end, or 25 rounds) as the runtime role under RLS, and reports
+// p50 and p90:
+//
+//	BIGTENANT_DIV=1 go test ./pkg/postgres -run '^$' -bench SearchCodeBigTenant -benchtime 10x -timeout 60m
+func BenchmarkSearchCodeBigTenant(b *testing.B) {
+	fx := codeBenchSetup(b)
+	ctx := context.Background()
+	for _, tc := range codeBenchCases {
+		b.Run(tc.name, func(b *testing.B) {
+			plan, err := codeindex.NewPlan(tc.query, tc.regex, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			repos := fx.repos
+			if tc.repo > 0 {
+				repos = fx.repos[tc.repo-1 : tc.repo]
+			}
+			run := func() {
+				if _, _, err := searchCodeRounds(ctx, fx.env.App, fx.tenant, repos, plan, tc.path, 20); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportP50P90(b, run)
+		})
+	}
+}
+
+// searchCodeRounds is search_code's candidate loop (pkg/mcpserver): rounds
+// of 200 candidates after the last one, each confirmed line by line over
+// the lines the chunk owns, until limit+1 matching lines, a short round
+// (the end) or 25 rounds. It returns the matches and the rounds taken.
+func searchCodeRounds(ctx context.Context, db *postgres.DB, tenant string, repos []int64, plan codeindex.Plan, prefix string, limit int) (matches, rounds int, err error) {
+	const batch = 200
+	after := int64(0)
+	for rounds = 0; matches <= limit && rounds < 25; rounds++ {
+		cands, err := db.Tenant(tenant).SearchCandidates(ctx, repos, plan.LikePatterns(), prefix, after, batch)
+		if err != nil {
+			return matches, rounds, err
+		}
+		for _, c := range cands {
+			after = c.ChunkID
+			stored := strings.Split(c.Content, "\n")
+			from, to := codeindex.Owned(c.StartLine, c.EndLine, c.LineCount)
+			for n := from; n <= to; n++ {
+				if plan.Match.MatchString(stored[n-c.StartLine]) {
+					matches++
+				}
+			}
+		}
+		if len(cands) < batch {
+			return matches, rounds + 1, nil
+		}
+	}
+	return matches, rounds, nil
+}
+
+type codeBenchFixture struct {
+	env    *pgtest.Env
+	tenant string
+	repos  []int64
+}
+
+// codeBenchSetup indexes the tree once through ReplaceIndex (the ingestion
+// path) and copies the index four times more in SQL (the same rows under
+// new repository, file and chunk ids, in repository order as ReplaceIndex
+// writes them), which is much faster than indexing five times.
+func codeBenchSetup(b testing.TB) *codeBenchFixture {
+	b.Helper()
+	div := 10
+	if v := os.Getenv("BIGTENANT_DIV"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("BIGTENANT_DIV=%q: want a positive integer", v)
+		}
+		div = n
+	}
+	tree := os.Getenv("BENCH_CODE_TREE")
+	if tree == "" {
+		out, err := exec.Command("go", "env", "GOROOT").Output()
+		if err != nil {
+			b.Fatalf("go env GOROOT: %v", err)
+		}
+		tree = filepath.Join(strings.TrimSpace(string(out)), "src")
+	}
+	ctx := context.Background()
+	start := time.Now()
+	gd := filepath.Join(b.TempDir(), "git")
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A", "."}, {"commit", "-q", "-m", "bench"}} {
+		cmd := exec.Command("git", append([]string{"--git-dir", gd, "--work-tree", tree}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.test",
+			"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.test", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	snap, err := codeindex.ReadGit(ctx, gd, "HEAD")
+	if err != nil {
+		b.Fatal(err)
+	}
+	kept := snap.Files[:0]
+	for i, f := range snap.Files {
+		if i%div == 0 {
+			kept = append(kept, f)
+		}
+	}
+	snap.Files = kept
+
+	env := pgtest.New(b)
+	fx := &codeBenchFixture{env: env}
+	tn, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "bigcode", Name: "Big code", MCPEnabled: true}, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fx.tenant = tn.ID
+	err = env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
+		for i := 0; i < 5; i++ {
+			r, err := tx.AddRepository(ctx, postgres.NewRepository{FullName: fmt.Sprintf("bench/go%d", i)})
+			if err != nil {
+				return err
+			}
+			fx.repos = append(fx.repos, r.ID)
+		}
+		_, err := tx.ReplaceIndex(ctx, fx.repos[0], snap, postgres.Actor{Label: "bench"})
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range fx.repos[1:] {
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO code_files (tenant_id, repository_id, commit_sha, path, language, size, blob_sha, line_count, skip_reason)
+			 SELECT tenant_id, $3, commit_sha, path, language, size, blob_sha, line_count, skip_reason
+			 FROM code_files WHERE tenant_id = $1 AND repository_id = $2 ORDER BY id`, []any{tn.ID, fx.repos[0], r}},
+			{
+				`INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
+			 SELECT c.tenant_id, $3, nf.id, c.start_line, c.end_line, c.content
+			 FROM code_chunks c JOIN code_files f ON f.tenant_id = c.tenant_id AND f.id = c.file_id
+			 JOIN code_files nf ON nf.tenant_id = c.tenant_id AND nf.repository_id = $3 AND nf.path = f.path
+			 WHERE c.tenant_id = $1 AND c.repository_id = $2 ORDER BY c.id`, []any{tn.ID, fx.repos[0], r}},
+			{`UPDATE repositories SET indexed_commit = $2, indexed_at = now() WHERE tenant_id = $1 AND id = $3`, []any{tn.ID, snap.Commit, r}},
+		} {
+			if _, err := env.Admin.Pool.Exec(ctx, q.sql, q.args...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, t := range []string{"code_chunks", "code_files", "repositories"} {
+		if _, err := env.Admin.Pool.Exec(ctx, "VACUUM ANALYZE "+t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var chunks int
+	if err := env.Admin.Pool.QueryRow(ctx, `SELECT count(*) FROM code_chunks`).Scan(&chunks); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("indexed 5 copies of 1/%d of %s (%d files each, %d chunks) in %s", div, tree, len(snap.Files), chunks, time.Since(start).Round(time.Millisecond))
+	return fx
+}
