@@ -1,7 +1,6 @@
 package httpserver
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -103,12 +102,8 @@ func (s *Server) mcpPost(c echo.Context) error {
 	}
 	// Everything MCP — the message, its protocol errors, the server for
 	// this request, the bounded answer — is the endpoint's; it serves only
-	// the caller authenticated here. The body it reads is the one already
-	// bounded above.
-	inner := r.WithContext(mcpserver.WithCaller(r.Context(), mcpserver.Caller{Principal: res.Principal, Grants: res.Grants}))
-	inner.Body = io.NopCloser(bytes.NewReader(body))
-	inner.ContentLength = int64(len(body))
-	s.mcp.ServeHTTP(w, inner)
+	// the caller authenticated here, with the body already read above.
+	s.mcp.Serve(w, r, mcpserver.Caller{Principal: res.Principal, Grants: res.Grants}, body)
 	return nil
 }
 

@@ -104,7 +104,7 @@ type Server struct {
 	cfg       Config
 	echo      *echo.Echo
 	origins   map[string]bool
-	mcp       http.Handler
+	mcp       *mcpserver.Endpoint
 	templates *template.Template
 	tel       *telemetry.Telemetry
 	// webhookSlots bounds the webhook bodies read at once.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"slices"
@@ -57,10 +58,16 @@ const MaxAnswerBytes = 256 << 10
 type Endpoint struct {
 	deps *Deps
 	tel  *telemetry.Telemetry
-	// transport serves one request with the server built for it; tests
-	// replace it to watch what reaches the SDK.
-	transport func(*mcp.Server) http.Handler
+	// transport is the SDK's stateless Streamable HTTP transport; it
+	// serves the server that Serve puts in the request's context (tests
+	// replace it to watch what reaches the SDK).
+	transport http.Handler
 }
+
+// serverKey holds the request's server in the context of the request the
+// SDK's transport serves: its only way to be given a server is a function
+// of the request, which it calls more than once per POST.
+type serverKey struct{}
 
 // NewEndpoint returns the endpoint; tel records one operation per request.
 func NewEndpoint(d *Deps, tel *telemetry.Telemetry) *Endpoint {
@@ -68,19 +75,22 @@ func NewEndpoint(d *Deps, tel *telemetry.Telemetry) *Endpoint {
 		tel = telemetry.Disabled()
 	}
 	e := &Endpoint{deps: d, tel: tel}
-	e.transport = func(s *mcp.Server) http.Handler {
-		// A handler for this request's server alone: the SDK asks for the
-		// server more than once per POST, and always gets this one.
-		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
-			Stateless:    true,
-			JSONResponse: true,
-			Logger:       quiet(d.Logger),
-			// The HTTP edge checks Origin (against PUBLIC_URL and the
-			// allow-list) before the endpoint runs; the SDK's loopback Host
-			// check would refuse every request behind a local reverse proxy.
-			DisableLocalhostProtection: true,
-		})
+	var logger *slog.Logger
+	if d != nil {
+		logger = quiet(d.Logger)
 	}
+	e.transport = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		s, _ := r.Context().Value(serverKey{}).(*mcp.Server)
+		return s // never nil: Serve sets it on every request it passes on
+	}, &mcp.StreamableHTTPOptions{
+		Stateless:    true,
+		JSONResponse: true,
+		Logger:       logger,
+		// The HTTP edge checks Origin (against PUBLIC_URL and the
+		// allow-list) before the endpoint runs; the SDK's loopback Host
+		// check would refuse every request behind a local reverse proxy.
+		DisableLocalhostProtection: true,
+	})
 	return e
 }
 
@@ -89,7 +99,7 @@ func NewEndpoint(d *Deps, tel *telemetry.Telemetry) *Endpoint {
 type message struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
-	Method  *string         `json:"method"`
+	Method  string          `json:"method"`
 	Params  *struct {
 		Name            string `json:"name"`
 		ProtocolVersion string `json:"protocolVersion"`
@@ -101,12 +111,7 @@ type message struct {
 	Error  json.RawMessage `json:"error"`
 }
 
-func (m *message) method() string {
-	if m.Method == nil {
-		return ""
-	}
-	return *m.Method
-}
+func (m *message) method() string { return m.Method }
 
 func (m *message) toolName() string {
 	if m.Params == nil || m.method() != "tools/call" {
@@ -205,29 +210,30 @@ func read(body []byte, h http.Header) (*message, *protocolError) {
 	if len(h.Values("Last-Event-Id")) > 0 {
 		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid request: a POST cannot carry Last-Event-ID; this endpoint has no streams to resume."}
 	}
-	if m.Method == nil {
+	if m.Method == "" {
 		// A response to a request of ours: this server sends none, but the
-		// transport accepts one that is well formed.
+		// transport accepts one that is well formed. (An empty method names
+		// nothing, like a missing one.)
 		if len(m.ID) == 0 || string(m.ID) == "null" || (m.Result == nil && m.Error == nil) {
 			return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid request: expected a request with a method, a notification, or a response with an id."}
 		}
 		return m, nil
 	}
 	call := len(m.ID) > 0 && string(m.ID) != "null"
-	flags, ok := methods[*m.Method]
+	flags, ok := methods[m.Method]
 	switch {
 	case !ok:
 		status := http.StatusBadRequest
 		if call && h.Get("Mcp-Protocol-Version") >= "2026-07-28" {
 			status = http.StatusNotFound // as the 2026-07-28 transport answers it
 		}
-		return m, &protocolError{status, jsonrpc.CodeMethodNotFound, "Method not found: " + *m.Method}
+		return m, &protocolError{status, jsonrpc.CodeMethodNotFound, "Method not found: " + m.Method}
 	case flags.notification && call:
-		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid request: %s is a notification and takes no id.", *m.Method)}
+		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid request: %s is a notification and takes no id.", m.Method)}
 	case !flags.notification && !call:
-		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid request: %s needs an id.", *m.Method)}
+		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid request: %s needs an id.", m.Method)}
 	case !flags.paramsOptional && m.Params == nil:
-		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf(`Invalid request: %s needs "params".`, *m.Method)}
+		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf(`Invalid request: %s needs "params".`, m.Method)}
 	}
 	return m, nil
 }
@@ -248,8 +254,10 @@ func validID(id json.RawMessage) bool {
 func acceptsJSONAndStream(values []string) bool {
 	var jsonOK, streamOK bool
 	for _, v := range values {
-		for _, raw := range strings.Split(v, ",") {
-			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+		for v != "" {
+			var token string
+			token, v, _ = strings.Cut(v, ",")
+			base, _, _ := strings.Cut(strings.TrimSpace(token), ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json", "application/*":
 				jsonOK = true
@@ -263,7 +271,8 @@ func acceptsJSONAndStream(values []string) bool {
 	return jsonOK && streamOK
 }
 
-// ServeHTTP serves one POST of the MCP endpoint.
+// ServeHTTP serves one POST of the MCP endpoint for the caller set by
+// WithCaller, reading the body within MaxMessageBytes.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c, ok := r.Context().Value(callerKey{}).(Caller)
 	if !ok {
@@ -281,6 +290,17 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "Could not read the request body.")
+		return
+	}
+	e.Serve(w, r, c, body)
+}
+
+// Serve serves one POST of the MCP endpoint for caller c, whose body the
+// HTTP edge has already read (within its own bound) and passes as body;
+// r.Body is not read again.
+func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request, c Caller, body []byte) {
+	if len(body) > MaxMessageBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, "Request body too large: the limit is 1 MiB.")
 		return
 	}
 	// A wrong Content-Type: the SDK would answer 415 in plain text; a
@@ -302,7 +322,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if method != "" && !strings.HasPrefix(method, "notifications/") {
 			op.ProtocolVersion = known(m.protocolVersion(r.Header), ProtocolVersions)
 			if method == "tools/call" {
-				op.Tool = known(m.toolName(), ToolNames())
+				op.Tool = known(m.toolName(), toolNames)
 			}
 			e.tel.RecordMCP(ctx, op, time.Since(start))
 		}
@@ -316,15 +336,20 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// One allocation holds the answer and what the handlers saw of it.
+	x := &struct {
+		answer
+		outcome
+	}{answer: answer{header: http.Header{}, limit: MaxAnswerBytes}}
+	ans, out := &x.answer, &x.outcome
+	srv := newServer(e.deps, c, out, needed(method, m.toolName()))
 	// Only the headers the transport reads reach the SDK: never
 	// Authorization, Cookie or anything else the client sent.
-	inner := r.Clone(ctx)
+	inner := r.Clone(context.WithValue(ctx, serverKey{}, srv))
 	inner.Header = sdkHeaders(r.Header)
 	inner.Body = io.NopCloser(bytes.NewReader(body))
 	inner.ContentLength = int64(len(body))
-	out := &outcome{}
-	ans := &answer{header: http.Header{}, limit: MaxAnswerBytes}
-	e.transport(newServer(e.deps, c, out, needed(method, m.toolName()))).ServeHTTP(ans, inner)
+	e.transport.ServeHTTP(ans, inner)
 
 	switch {
 	case ans.overflow:
@@ -379,9 +404,10 @@ func needed(method, name string) []tool {
 	case "tools/list":
 		return tools()
 	case "tools/call":
-		for _, t := range tools() {
+		all := tools()
+		for i, t := range all {
 			if t.name == name {
-				return []tool{t}
+				return all[i : i+1]
 			}
 		}
 	}

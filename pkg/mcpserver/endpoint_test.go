@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/secretscan"
 	"github.com/codelotse/codelotse/pkg/shape"
@@ -138,10 +136,7 @@ func TestMethodsTheSDKServes(t *testing.T) {
 func TestNoCallerNoAnswer(t *testing.T) {
 	e := bareEndpoint(t)
 	ran := false
-	e.transport = func(*mcp.Server) http.Handler {
-		ran = true
-		return http.NotFoundHandler()
-	}
+	e.transport = http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran = true })
 	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
@@ -180,13 +175,10 @@ func TestOnlyProtocolHeadersReachTheSDK(t *testing.T) {
 	e := bareEndpoint(t)
 	real := e.transport
 	var seen http.Header
-	e.transport = func(s *mcp.Server) http.Handler {
-		h := real(s)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			seen = r.Header.Clone()
-			h.ServeHTTP(w, r)
-		})
-	}
+	e.transport = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = r.Header.Clone()
+		real.ServeHTTP(w, r)
+	})
 	rec := post(e, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{
 		"Authorization": "Bearer clt_secret", "Cookie": "__Host-session=abc", "X-Forwarded-For": "10.0.0.1",
 		"Proxy-Authorization": "Basic x", "Mcp-Session-Id": "s",
@@ -215,20 +207,18 @@ func TestAnswerIsBoundedInMemory(t *testing.T) {
 	e := bareEndpoint(t)
 	var wrote int
 	var lastErr error
-	e.transport = func(*mcp.Server) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			chunk := []byte(strings.Repeat("x", 64<<10))
-			for range 64 { // 4 MiB in all
-				n, err := w.Write(chunk)
-				wrote += n
-				if err != nil {
-					lastErr = err
-					return
-				}
+	e.transport = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for range 64 { // 4 MiB in all
+			n, err := w.Write(chunk)
+			wrote += n
+			if err != nil {
+				lastErr = err
+				return
 			}
-		})
-	}
+		}
+	})
 	rec := post(e, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil)
 	if lastErr == nil || wrote > MaxAnswerBytes {
 		t.Errorf("the answer buffer accepted %d bytes (bound %d), err %v", wrote, MaxAnswerBytes, lastErr)
@@ -247,11 +237,9 @@ func TestAnswerIsBoundedInMemory(t *testing.T) {
 // newer SDK), the client still gets a JSON-RPC error, not the SDK's text.
 func TestPlainTextRefusalsBecomeJSONRPC(t *testing.T) {
 	e := bareEndpoint(t)
-	e.transport = func(*mcp.Server) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "some new rule", http.StatusBadRequest)
-		})
-	}
+	e.transport = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "some new rule", http.StatusBadRequest)
+	})
 	rec := post(e, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil)
 	var a rpcAnswer
 	if rec.Code != 400 || json.Unmarshal(rec.Body.Bytes(), &a) != nil || a.Error == nil || a.Error.Code != -32600 || strings.Contains(rec.Body.String(), "some new rule") {

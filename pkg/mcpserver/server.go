@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -126,18 +127,22 @@ type tool struct {
 }
 
 // ToolNames lists the names of the tools.
-func ToolNames() []string {
+func ToolNames() []string { return slices.Clone(toolNames) }
+
+// toolNames bounds the tool label of every tools/call metric.
+var toolNames = func() []string {
 	var out []string
 	for _, t := range tools() {
 		out = append(out, t.name)
 	}
 	return out
-}
+}()
 
 // tools lists every tool, in the order tools/list shows them.
-func tools() []tool {
-	return []tool{listRepositories, getPullRequestReview, searchFindings, getRules, getFixPrompt, searchCode, getFileContents}
-}
+func tools() []tool { return allTools }
+
+// allTools is built once: the endpoint looks tools up on every request.
+var allTools = []tool{listRepositories, getPullRequestReview, searchFindings, getRules, getFixPrompt, searchCode, getFileContents}
 
 func (t tool) def() *mcp.Tool {
 	return &mcp.Tool{
