@@ -380,9 +380,10 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request, c Caller, body 
 	case out.seen:
 		op.ErrorType = out.errorType()
 	case ans.body.Len() > 0:
-		// The SDK refused the call before any method handler ran (its
-		// parameters did not decode): the one answer this server did not
-		// see being made, read for its error code.
+		// The SDK answered before any method handler ran (parameters that
+		// do not decode, or its per-request protocol checks): the one kind
+		// of answer this server did not see being made, read back for its
+		// error code. A success always passes a handler.
 		op.ErrorType = errorCodeOf(ans.body.Bytes())
 	}
 	for k, v := range ans.header {
