@@ -170,9 +170,9 @@ type protocolError struct {
 	message      string
 }
 
-// read checks that body is one JSON-RPC 2.0 message the server can take,
+// readMessage checks that body is one JSON-RPC 2.0 message the server can take,
 // in the order the SDK would refuse it, and reads what the endpoint needs.
-func read(body []byte, h http.Header) (*message, *protocolError) {
+func readMessage(body []byte, h http.Header) (*message, *protocolError) {
 	m := &message{}
 	trimmed := bytes.TrimSpace(body)
 	err := json.Unmarshal(trimmed, m)
@@ -310,7 +310,7 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request, c Caller, body 
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Invalid request: Content-Type must be application/json.")
 		return
 	}
-	m, perr := read(body, r.Header)
+	m, perr := readMessage(body, r.Header)
 	method := m.method()
 	start := time.Now()
 	ctx, endSpan := e.tel.StartMCP(r.Context(), method, m.toolName())
