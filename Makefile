@@ -53,7 +53,7 @@ soak: ## open-loop soak with a PostgreSQL restart on a private cluster (SOAK_RAT
 		$(GO) test -count=1 -tags e2e -run '^TestSoak$$' -v -timeout 60m ./e2e/
 
 .PHONY: lint
-lint: ## gofmt, go vet, staticcheck, go mod tidy (every module), deploy/ manifests, no binaries or files over 1 MB, gitleaks
+lint: ## gofmt, go vet, staticcheck, go mod tidy (every module), deploy/ manifests, no binaries or files over 1 MB, import boundaries, gitleaks
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/...
@@ -66,6 +66,8 @@ lint: ## gofmt, go vet, staticcheck, go mod tidy (every module), deploy/ manifes
 	@# deploy/: Kubernetes manifests decoded strictly into k8s.io/api types, and docker-compose.yml's promises (offline; see docs/operations.md).
 	cd deploy/kubecheck && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./... && GOWORK=off $(GO) run . ../kubernetes/*.yaml ../secret.example.yaml
 	scripts/check-tracked-files.sh
+	@# Import boundaries: pgx only under pkg/postgres, the MCP SDK only in pkg/mcpserver, Echo only in pkg/httpserver.
+	scripts/check-imports.sh
 	$(MAKE) --no-print-directory secrets
 
 .PHONY: kubeconform

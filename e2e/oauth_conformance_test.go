@@ -20,41 +20,13 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// conformanceVersion is the MCP conformance suite whose authorization
-// command is run (README "OAuth").
-const conformanceVersion = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
-
-// nodeForConformance returns a PATH whose node is 22 or newer (the suite
-// needs it), or "" to skip. CONFORMANCE_NODE_BIN names a directory with such
-// a node when the system's is older.
-func nodeForConformance() string {
-	path, node := os.Getenv("PATH"), "node"
-	if d := os.Getenv("CONFORMANCE_NODE_BIN"); d != "" {
-		path, node = d+string(os.PathListSeparator)+path, filepath.Join(d, "node")
-	}
-	cmd := exec.Command(node, "--version")
-	cmd.Env = append(os.Environ(), "PATH="+path)
-	out, err := cmd.Output()
-	if err != nil {
-		return ""
-	}
-	major, _ := strconv.Atoi(strings.TrimPrefix(strings.SplitN(strings.TrimSpace(string(out)), ".", 2)[0], "v"))
-	if major < 22 {
-		return ""
-	}
-	return path
-}
-
 // TestOAuthConformance runs the official conformance suite's
 // `authorization` command against a tenant's issuer: its metadata scenario,
 // and its authorization-code-grant scenario with the person's sign-in and
-// consent completed in Chromium. It needs npx with Node 22+ and the npm
-// registry; otherwise it is skipped (say so when reporting).
+// consent completed in Chromium. It runs the suite that e2e/conformance
+// pins and installs (installSuite), with the Node.js that comes with it.
 func TestOAuthConformance(t *testing.T) {
-	path := nodeForConformance()
-	if path == "" {
-		t.Skip("the conformance suite needs Node.js 22 or newer (set CONFORMANCE_NODE_BIN)")
-	}
+	suite := installSuite(t)
 	s := newStack(t)
 	demo := s.cltctl("demo", "--public-url", s.url, "--source", t.TempDir())
 	memberLink := linkRE.FindString(demo)
@@ -80,10 +52,11 @@ func TestOAuthConformance(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "results")
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, "npx", "-y", conformanceVersion, "authorization", "--url", s.url+"/t/demo",
+	cmd := exec.CommandContext(cctx, suite.node, suite.cli, "authorization", "--url", s.url+"/t/demo",
 		"--client-id", reg.ClientID, "--resource", s.url+"/t/demo/mcp", "--port", strconv.Itoa(port), "-o", out)
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "PATH="+path)
+	// The suite's own child processes find the same Node.js first.
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(suite.node)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

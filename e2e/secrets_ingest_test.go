@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -113,14 +111,7 @@ func assertNotStored(t *testing.T, s *stack, secrets []secret) {
 	t.Helper()
 	benign := benignText(secrets)
 	for _, table := range storedTables {
-		rows, err := s.db.Admin.Pool.Query(context.Background(), fmt.Sprintf("SELECT t::text FROM %s t", table))
-		if err != nil {
-			t.Fatal(err)
-		}
-		texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
+		texts := s.db.AdminStrings(t, fmt.Sprintf("SELECT t::text FROM %s t", table))
 		all := strings.Join(texts, "\n")
 		for _, sec := range secrets {
 			for _, g := range secretGrams(sec.Secret, benign) {

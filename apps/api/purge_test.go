@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
@@ -26,8 +24,8 @@ func TestLoginStatesArePurgedOnASchedule(t *testing.T) {
 	}
 	add := func(ttl time.Duration) {
 		t.Helper()
-		err := env.App.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
-			return postgres.CreateLoginState(ctx, tx, tn.ID, authn.HashValue(authn.NewSecret()), postgres.LoginState{Kind: "oidc"}, ttl)
+		err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
+			return tx.CreateLoginState(ctx, authn.HashValue(authn.NewSecret()), postgres.LoginState{Kind: "oidc"}, ttl)
 		})
 		if err != nil {
 			t.Fatal(err)

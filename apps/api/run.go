@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	var enqueuer httpserver.Enqueuer
 	if secret != "" {
-		jc, err := jobs.NewInsertOnly(db.Pool, logger)
+		jc, err := jobs.NewInsertOnly(db, logger)
 		if err != nil {
 			return err
 		}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -30,10 +28,10 @@ func cmdBreakGlass(e *env, args []string) error {
 		return err
 	}
 	var link string
-	err := e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+	err := e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
 		// Only an existing, not deleted user: break-glass must never create
 		// or revive an account (a deleted user stays deleted).
-		u, err := postgres.UserByEmail(e.ctx, tx, tid, *email)
+		u, err := tx.UserByEmail(e.ctx, *email)
 		if codelotse.ErrorCode(err) == codelotse.NotFound {
 			return codelotse.Errorf(codelotse.NotFound, "no user with email %s in tenant %s: add the operator first with cltctl user add --tenant %s --email %s", *email, *slug, *slug, *email)
 		}
@@ -44,7 +42,7 @@ func cmdBreakGlass(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		return postgres.AuditBreakGlassIssued(e.ctx, tx, tid, *email, operator)
+		return tx.AuditBreakGlassIssued(e.ctx, *email, operator)
 	})
 	if err != nil {
 		return err
@@ -54,9 +52,9 @@ func cmdBreakGlass(e *env, args []string) error {
 }
 
 // oneTimeLink stores a single-use sign-in state and returns its link.
-func oneTimeLink(e *env, tx pgx.Tx, tid, userID, kind string, ttl time.Duration) (string, error) {
+func oneTimeLink(e *env, tx *postgres.Tx, tid, userID, kind string, ttl time.Duration) (string, error) {
 	value := tid + "." + authn.NewSecret()
-	if err := postgres.CreateLoginState(e.ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: kind, UserID: userID}, ttl); err != nil {
+	if err := tx.CreateLoginState(e.ctx, authn.HashValue(value), postgres.LoginState{Kind: kind, UserID: userID}, ttl); err != nil {
 		return "", err
 	}
 	return e.cfg.PublicURL + "/auth/link?v=" + value, nil

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/importer"
@@ -68,14 +66,14 @@ func cmdDemo(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
-		if _, err := postgres.SetMCPEnabled(e.ctx, tx, tid, true, operator); err != nil {
+	err = db.InTenant(e.ctx, tid, func(tx *postgres.Tx) error {
+		if _, err := tx.SetMCPEnabled(e.ctx, true, operator); err != nil {
 			return err
 		}
-		if _, err := postgres.AddLocalMember(e.ctx, tx, tid, demoAdmin, "Demo Admin", codelotse.RoleAdmin, e.now, operator); err != nil {
+		if _, err := tx.AddLocalMember(e.ctx, demoAdmin, "Demo Admin", codelotse.RoleAdmin, e.now, operator); err != nil {
 			return err
 		}
-		member, err := postgres.AddLocalMember(e.ctx, tx, tid, demoMember, "Demo Member", codelotse.RoleMember, e.now, operator)
+		member, err := tx.AddLocalMember(e.ctx, demoMember, "Demo Member", codelotse.RoleMember, e.now, operator)
 		if err != nil {
 			return err
 		}
@@ -83,7 +81,7 @@ func cmdDemo(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := postgres.GrantRepositoryAudited(e.ctx, tx, tid, member, repo, operator); err != nil {
+		if err := tx.GrantRepositoryAudited(e.ctx, member, repo, operator); err != nil {
 			return err
 		}
 		for _, r := range demoRules {
@@ -97,13 +95,13 @@ func cmdDemo(e *env, args []string) error {
 		}
 		// Revoke the previous demo tokens so re-running never hits the
 		// ten-token limit.
-		list, err := postgres.ListTokens(e.ctx, tx, tid, member.ID)
+		list, err := tx.ListTokens(e.ctx, member.ID)
 		if err != nil {
 			return err
 		}
 		for _, t := range list {
 			if t.Name == demoTokenName && t.State(e.now) == "active" {
-				if err := postgres.RevokeToken(e.ctx, tx, tid, t.ID, member.ID, operator); err != nil {
+				if err := tx.RevokeToken(e.ctx, t.ID, member.ID, operator); err != nil {
 					return err
 				}
 			}
@@ -125,9 +123,9 @@ func cmdDemo(e *env, args []string) error {
 	// its PUBLIC_URL is http on loopback.
 	e.cfg.PublicURL = *public
 	links := map[string]string{}
-	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+	if err := db.InTenant(e.ctx, tid, func(tx *postgres.Tx) error {
 		for _, email := range []string{demoMember, demoAdmin} {
-			u, err := postgres.UserByEmail(e.ctx, tx, tid, email)
+			u, err := tx.UserByEmail(e.ctx, email)
 			if err != nil {
 				return err
 			}
@@ -191,8 +189,8 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 		fmt.Fprintf(&e.demoNotes, "Note: %s is not a git checkout with a commit, so the demo repository has no code index (%s).\n", source, codelotse.ErrorMessage(err))
 	} else {
 		var res postgres.IndexResult
-		err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
-			r, err := postgres.RepositoryByName(e.ctx, tx, tid, demoRepo)
+		err = db.InTenant(e.ctx, tid, func(tx *postgres.Tx) error {
+			r, err := tx.RepositoryByName(e.ctx, demoRepo)
 			if err != nil {
 				return err
 			}
@@ -209,7 +207,7 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 		return nil
 	}
 	var res postgres.ImportResult
-	if err := db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
+	if err := db.InTenant(e.ctx, tid, func(tx *postgres.Tx) error {
 		res, err = e.ingest.Import(e.ctx, tx, tid, imp, operator)
 		return err
 	}); err != nil {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/jobs"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -38,13 +36,13 @@ func cmdGitHubSync(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	client, err := jobs.NewInsertOnly(db.Pool, nil)
+	client, err := jobs.NewInsertOnly(db, nil)
 	if err != nil {
 		return err
 	}
 	start := time.Now().Add(-time.Second)
-	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
-		g, err := postgres.GetTenantGitHub(e.ctx, tx, tid)
+	err = db.InTenant(e.ctx, tid, func(tx *postgres.Tx) error {
+		g, err := tx.GetTenantGitHub(e.ctx)
 		if err != nil {
 			return err
 		}
@@ -54,7 +52,7 @@ func cmdGitHubSync(e *env, args []string) error {
 		if *repo == "" {
 			return client.EnqueueInstallationSync(e.ctx, tx, tid)
 		}
-		r, err := postgres.RepositoryByName(e.ctx, tx, tid, *repo)
+		r, err := tx.RepositoryByName(e.ctx, *repo)
 		if err != nil {
 			return err
 		}
@@ -70,7 +68,7 @@ func cmdGitHubSync(e *env, args []string) error {
 	ctx, cancel := context.WithTimeout(e.ctx, *timeout)
 	defer cancel()
 	for {
-		pending, failed, err := jobs.Pending(ctx, db.Pool, tid, start)
+		pending, failed, err := jobs.Pending(ctx, db, tid, start)
 		if err != nil {
 			return err
 		}

@@ -5,8 +5,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
@@ -34,8 +32,8 @@ func cmdIdPAdd(e *env, args []string) error {
 	if !contains(sc, "openid") {
 		return usageError{"--scopes must include openid"}
 	}
-	return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		p, err := postgres.UpsertIdentityProvider(e.ctx, tx, tid, postgres.IdentityProvider{Issuer: strings.TrimRight(*issuer, "/"),
+	return e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+		p, err := tx.UpsertIdentityProvider(e.ctx, postgres.IdentityProvider{Issuer: strings.TrimRight(*issuer, "/"),
 			ClientID: *clientID, ClientSecret: *secret, GroupsClaim: *claim, Scopes: sc}, operator)
 		if err != nil {
 			return err
@@ -61,12 +59,12 @@ func cmdIdPSetEnabled(enabled bool) func(e *env, args []string) error {
 		if err := need("tenant", *slug); err != nil {
 			return err
 		}
-		return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-			p, err := postgres.IdentityProviderByIssuer(e.ctx, tx, tid, *issuer)
+		return e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+			p, err := tx.IdentityProviderByIssuer(e.ctx, *issuer)
 			if err != nil {
 				return err
 			}
-			if err := postgres.SetIdentityProviderEnabled(e.ctx, tx, tid, p.ID, enabled, operator); err != nil {
+			if err := tx.SetIdentityProviderEnabled(e.ctx, p.ID, enabled, operator); err != nil {
 				return err
 			}
 			if enabled {
@@ -97,13 +95,13 @@ func cmdIdPMap(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+	return e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
 		p, repoID, err := providerAndRepo(e, tx, tid, *issuer, *repo)
 		if err != nil {
 			return err
 		}
 		m := codelotse.GroupMapping{Group: *group, Role: r, RepositoryID: repoID}
-		if err := postgres.AddGroupMapping(e.ctx, tx, tid, p.ID, m, operator); err != nil {
+		if err := tx.AddGroupMapping(e.ctx, p.ID, m, operator); err != nil {
 			return err
 		}
 		target := "no repository"
@@ -134,12 +132,12 @@ func cmdIdPUnmap(e *env, args []string) error {
 			return err
 		}
 	}
-	return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+	return e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
 		p, repoID, err := providerAndRepo(e, tx, tid, *issuer, *repo)
 		if err != nil {
 			return err
 		}
-		n, err := postgres.RemoveGroupMappings(e.ctx, tx, tid, p.ID, *group, *role, repoID, operator)
+		n, err := tx.RemoveGroupMappings(e.ctx, p.ID, *group, *role, repoID, operator)
 		if err != nil {
 			return err
 		}
@@ -160,20 +158,27 @@ func cmdMembershipRefresh(e *env, args []string) error {
 	if err := need("tenant", *slug, "email", *email); err != nil {
 		return err
 	}
-	return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		u, err := postgres.UserByEmail(e.ctx, tx, tid, *email)
+	return e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+		u, err := tx.UserByEmail(e.ctx, *email)
 		if err != nil {
 			return err
 		}
-		r := codelotse.Role(*role)
+		// Without --role the current role stays; a user without a
+		// membership row becomes a member. A failing read is an error, not
+		// a member.
+		r := codelotse.RoleMember
 		if *role == "" {
-			if err := tx.QueryRow(e.ctx, `SELECT role FROM tenant_memberships WHERE tenant_id = $1 AND user_id = $2`, tid, u.ID).Scan(&r); err != nil {
-				r = codelotse.RoleMember
+			current, found, err := tx.MembershipRole(e.ctx, u.ID)
+			if err != nil {
+				return err
+			}
+			if found {
+				r = current
 			}
 		} else if r, err = roleFlag(*role); err != nil {
 			return err
 		}
-		if err := postgres.SetLocalMembership(e.ctx, tx, tid, u, r, e.now, operator); err != nil {
+		if err := tx.SetLocalMembership(e.ctx, u, r, e.now, operator); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "membership of %s set by the operator (%s, local): it lasts until changed or expired\n", *email, r)
@@ -192,12 +197,12 @@ func cmdMembershipExpire(e *env, args []string) error {
 	if err := need("tenant", *slug, "email", *email); err != nil {
 		return err
 	}
-	return e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		u, err := postgres.UserByEmail(e.ctx, tx, tid, *email)
+	return e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+		u, err := tx.UserByEmail(e.ctx, *email)
 		if err != nil {
 			return err
 		}
-		if err := postgres.ExpireMembership(e.ctx, tx, tid, u.ID, operator); err != nil {
+		if err := tx.ExpireMembership(e.ctx, u.ID, operator); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "membership of %s expired; their tokens answer 401 until they sign in again\n", *email)
@@ -216,12 +221,12 @@ func contains(list []string, s string) bool {
 
 // providerAndRepo resolves the --issuer and optional --repo flags of the
 // mapping commands.
-func providerAndRepo(e *env, tx pgx.Tx, tid, issuer, repo string) (postgres.IdentityProvider, *int64, error) {
-	p, err := postgres.IdentityProviderByIssuer(e.ctx, tx, tid, issuer)
+func providerAndRepo(e *env, tx *postgres.Tx, tid, issuer, repo string) (postgres.IdentityProvider, *int64, error) {
+	p, err := tx.IdentityProviderByIssuer(e.ctx, issuer)
 	if err != nil || repo == "" {
 		return p, nil, err
 	}
-	rp, err := postgres.RepositoryByName(e.ctx, tx, tid, repo)
+	rp, err := tx.RepositoryByName(e.ctx, repo)
 	if err != nil {
 		return p, nil, err
 	}

@@ -5,8 +5,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/importer"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -67,7 +65,7 @@ func cmdImportSARIF(e *env, args []string) error {
 
 func storeImport(e *env, slug, file string, imp codelotse.ReviewImport) error {
 	var res postgres.ImportResult
-	err := e.inTenant(slug, func(tid string, tx pgx.Tx) error {
+	err := e.inTenant(slug, func(tid string, tx *postgres.Tx) error {
 		var err error
 		res, err = e.ingest.Import(e.ctx, tx, tid, imp, operator)
 		return err

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
@@ -30,8 +28,8 @@ func cmdIndex(e *env, args []string) error {
 		return err
 	}
 	var res postgres.IndexResult
-	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		r, err := postgres.RepositoryByName(e.ctx, tx, tid, *repo)
+	err = e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+		r, err := tx.RepositoryByName(e.ctx, *repo)
 		if err != nil {
 			return err
 		}

@@ -5,8 +5,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
@@ -31,12 +29,12 @@ func cmdTenantList(e *env, args []string) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SLUG\tNAME\tMCP\tUSERS\tREPOSITORIES\tACTIVE TOKENS\tCREATED")
 	for _, id := range ids {
-		err := db.InTenant(e.ctx, id, func(tx pgx.Tx) error {
-			t, err := postgres.GetTenant(e.ctx, tx, id)
+		err := db.InTenant(e.ctx, id, func(tx *postgres.Tx) error {
+			t, err := tx.GetTenant(e.ctx)
 			if err != nil {
 				return err
 			}
-			c, err := postgres.CountTenant(e.ctx, tx, id)
+			c, err := tx.CountTenant(e.ctx)
 			if err != nil {
 				return err
 			}
@@ -62,9 +60,9 @@ func cmdUserList(e *env, args []string) error {
 		return err
 	}
 	var list []postgres.Member
-	if err := e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+	if err := e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
 		var err error
-		list, err = postgres.ListMembers(e.ctx, tx, tid)
+		list, err = tx.ListMembers(e.ctx)
 		return err
 	}); err != nil {
 		return err
@@ -114,9 +112,9 @@ func cmdRepoList(e *env, args []string) error {
 		return err
 	}
 	var list []postgres.RepoStatus
-	if err := e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+	if err := e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
 		var err error
-		list, err = postgres.ListRepoStatus(e.ctx, tx, tid)
+		list, err = tx.ListRepoStatus(e.ctx)
 		return err
 	}); err != nil {
 		return err

@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/apps/internal/config"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/ingest"
@@ -41,10 +39,12 @@ func main() {
 		}
 		fmt.Fprintln(os.Stderr, "cltctl:", codelotse.ErrorMessage(err))
 		if codelotse.ErrorCode(err) == codelotse.Internal || codelotse.ErrorCode(err) == codelotse.Unavailable {
-			if cause := errors.Unwrap(err); cause != nil {
-				fmt.Fprintln(os.Stderr, "cltctl: cause:", cause)
-			} else if _, ok := err.(*codelotse.Error); !ok {
+			// The cause is for the operator. A wrapped error prints whole,
+			// so it names the storage operation that failed.
+			if ce, ok := err.(*codelotse.Error); !ok {
 				fmt.Fprintln(os.Stderr, "cltctl: cause:", err)
+			} else if ce.Cause != nil {
+				fmt.Fprintln(os.Stderr, "cltctl: cause:", ce.Cause)
 			}
 		}
 		os.Exit(1)
@@ -215,7 +215,7 @@ var operator = postgres.Actor{Label: "cltctl"}
 
 // inTenant opens the administrative connection and runs fn in a tenant
 // transaction of the tenant with slug.
-func (e *env) inTenant(slug string, fn func(tid string, tx pgx.Tx) error) error {
+func (e *env) inTenant(slug string, fn func(tid string, tx *postgres.Tx) error) error {
 	db, err := e.admin()
 	if err != nil {
 		return err
@@ -225,5 +225,5 @@ func (e *env) inTenant(slug string, fn func(tid string, tx pgx.Tx) error) error 
 	if err != nil {
 		return err
 	}
-	return db.InTenant(e.ctx, tid, func(tx pgx.Tx) error { return fn(tid, tx) })
+	return db.InTenant(e.ctx, tid, func(tx *postgres.Tx) error { return fn(tid, tx) })
 }

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/jobs"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
@@ -21,12 +18,7 @@ func cmdMigrate(e *env, args []string) error {
 	if err := ensureDatabase(e); err != nil {
 		return err
 	}
-	conn, err := pgx.Connect(e.ctx, e.cfg.DatabaseURL)
-	if err != nil {
-		return codelotse.Wrap(codelotse.Unavailable, err, "cannot connect to DATABASE_URL")
-	}
-	defer conn.Close(e.ctx)
-	applied, err := postgres.Migrate(e.ctx, conn, postgres.MigrateOptions{Roles: e.cfg.Roles, AppPassword: e.cfg.AppPassword,
+	applied, err := postgres.MigrateURL(e.ctx, e.cfg.DatabaseURL, postgres.MigrateOptions{Roles: e.cfg.Roles, AppPassword: e.cfg.AppPassword,
 		BeforeSchema: func(ctx context.Context) error { return jobs.Migrate(ctx, e.cfg.DatabaseURL, e.cfg.Roles.Owner) }})
 	if err != nil {
 		return err
@@ -43,32 +35,12 @@ func cmdMigrate(e *env, args []string) error {
 // exist yet (a fresh development cluster), connecting to the maintenance
 // database "postgres" for that.
 func ensureDatabase(e *env) error {
-	cfg, err := pgx.ParseConfig(e.cfg.DatabaseURL)
+	name, err := postgres.EnsureDatabase(e.ctx, e.cfg.DatabaseURL)
 	if err != nil {
-		return codelotse.Wrap(codelotse.Invalid, err, "DATABASE_URL is not a valid PostgreSQL connection string")
+		return err
 	}
-	conn, err := pgx.ConnectConfig(e.ctx, cfg)
-	if err == nil {
-		return conn.Close(e.ctx)
+	if name != "" {
+		fmt.Fprintf(e.stdout, "created database %s\n", name)
 	}
-	name := cfg.Database
-	maint := cfg.Copy()
-	maint.Database = "postgres"
-	mc, merr := pgx.ConnectConfig(e.ctx, maint)
-	if merr != nil {
-		return codelotse.Wrap(codelotse.Unavailable, err, "cannot connect to DATABASE_URL")
-	}
-	defer mc.Close(e.ctx)
-	var exists bool
-	if err := mc.QueryRow(e.ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return codelotse.Wrap(codelotse.Unavailable, err, "cannot connect to DATABASE_URL")
-	}
-	if exists {
-		return codelotse.Wrap(codelotse.Unavailable, err, "cannot connect to DATABASE_URL")
-	}
-	if _, err := mc.Exec(e.ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return codelotse.Wrap(codelotse.Unavailable, err, "cannot create database "+name)
-	}
-	fmt.Fprintf(e.stdout, "created database %s\n", name)
 	return nil
 }

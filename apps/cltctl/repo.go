@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
@@ -25,12 +23,12 @@ func cmdRepoAdd(e *env, args []string) error {
 	}
 	var r codelotse.Repository
 	var err error
-	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+	err = e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
 		r, err = e.ingest.AddRepository(e.ctx, tx, tid, postgres.NewRepository{FullName: *full, DefaultBranch: *branch, Private: *private, URL: *url})
 		if err != nil {
 			return err
 		}
-		return postgres.AuditRepositoryAdded(e.ctx, tx, tid, r, operator)
+		return tx.AuditRepositoryAdded(e.ctx, r, operator)
 	})
 	if err != nil {
 		return err
@@ -51,16 +49,16 @@ func cmdRepoGrant(e *env, args []string) error {
 	if err := need("tenant", *slug, "email", *email, "full-name", *full); err != nil {
 		return err
 	}
-	err := e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		u, err := postgres.UserByEmail(e.ctx, tx, tid, *email)
+	err := e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+		u, err := tx.UserByEmail(e.ctx, *email)
 		if err != nil {
 			return err
 		}
-		r, err := postgres.RepositoryByName(e.ctx, tx, tid, *full)
+		r, err := tx.RepositoryByName(e.ctx, *full)
 		if err != nil {
 			return err
 		}
-		return postgres.GrantRepositoryAudited(e.ctx, tx, tid, u, r, operator)
+		return tx.GrantRepositoryAudited(e.ctx, u, r, operator)
 	})
 	if err != nil {
 		return err

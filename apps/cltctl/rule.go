@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
@@ -36,10 +34,10 @@ func cmdRuleAdd(e *env, args []string) error {
 			globs = append(globs, g)
 		}
 	}
-	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+	err = e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
 		var repoID *int64
 		if *repo != "" {
-			r, err := postgres.RepositoryByName(e.ctx, tx, tid, *repo)
+			r, err := tx.RepositoryByName(e.ctx, *repo)
 			if err != nil {
 				return err
 			}

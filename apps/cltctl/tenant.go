@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
@@ -60,8 +58,8 @@ func cmdTenantSetMCP(e *env, args []string) error {
 		return usageError{fmt.Sprintf("--enabled must be true or false, not %q", *enabled)}
 	}
 	var changed bool
-	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		changed, err = postgres.SetMCPEnabled(e.ctx, tx, tid, on, operator)
+	err = e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+		changed, err = tx.SetMCPEnabled(e.ctx, on, operator)
 		return err
 	})
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/tokens"
@@ -79,20 +77,20 @@ func createTokenWith(e *env, db *postgres.DB, tid, email, name string, days int,
 		return "", err
 	}
 	secret := tokens.Generate()
-	err = db.InTenant(e.ctx, tid, func(tx pgx.Tx) error {
-		u, err := postgres.UserByEmail(e.ctx, tx, tid, email)
+	err = db.InTenant(e.ctx, tid, func(tx *postgres.Tx) error {
+		u, err := tx.UserByEmail(e.ctx, email)
 		if err != nil {
 			return err
 		}
 		nt := postgres.NewToken{UserID: u.ID, Name: name, Secret: secret, ExpiresAt: exp}
 		if oidc != nil {
-			p, err := postgres.IdentityProviderByIssuer(e.ctx, tx, tid, oidc.issuer)
+			p, err := tx.IdentityProviderByIssuer(e.ctx, oidc.issuer)
 			if err != nil {
 				return err
 			}
 			nt.IdPID, nt.IdPGroups = &p.ID, oidc.groups
 		}
-		_, err = postgres.CreateToken(e.ctx, tx, tid, nt, e.now, operator)
+		_, err = tx.CreateToken(e.ctx, nt, e.now, operator)
 		return err
 	})
 	if err != nil {
@@ -112,8 +110,8 @@ func cmdTokenRevoke(e *env, args []string) error {
 	if err := need("tenant", *slug, "id", *id); err != nil {
 		return err
 	}
-	if err := e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		return postgres.RevokeToken(e.ctx, tx, tid, *id, "", operator)
+	if err := e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+		return tx.RevokeToken(e.ctx, *id, "", operator)
 	}); err != nil {
 		return err
 	}
@@ -134,16 +132,16 @@ func cmdTokenList(e *env, args []string) error {
 	}
 	var list []codelotse.Token
 	var err error
-	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
+	err = e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
 		uid := ""
 		if *email != "" {
-			u, err := postgres.UserByEmail(e.ctx, tx, tid, *email)
+			u, err := tx.UserByEmail(e.ctx, *email)
 			if err != nil {
 				return err
 			}
 			uid = u.ID
 		}
-		list, err = postgres.ListTokens(e.ctx, tx, tid, uid)
+		list, err = tx.ListTokens(e.ctx, uid)
 		return err
 	})
 	if err != nil {

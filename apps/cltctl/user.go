@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
@@ -30,8 +28,8 @@ func cmdUserAdd(e *env, args []string) error {
 		return err
 	}
 	var u codelotse.User
-	err = e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		u, err = postgres.AddLocalMember(e.ctx, tx, tid, *email, *name, r, e.now, operator)
+	err = e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+		u, err = tx.AddLocalMember(e.ctx, *email, *name, r, e.now, operator)
 		return err
 	})
 	if err != nil {
@@ -52,8 +50,8 @@ func cmdUserDelete(e *env, args []string) error {
 	if err := need("tenant", *slug, "email", *email); err != nil {
 		return err
 	}
-	if err := e.inTenant(*slug, func(tid string, tx pgx.Tx) error {
-		return postgres.DeleteUser(e.ctx, tx, tid, *email, operator)
+	if err := e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+		return tx.DeleteUser(e.ctx, *email, operator)
 	}); err != nil {
 		return err
 	}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
@@ -53,13 +51,13 @@ func TestDeletedUserStaysLockedOut(t *testing.T) {
 	}
 	cookieValue := tid + "." + authn.NewSecret()
 	var userID string
-	err = env.App.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		u, err := postgres.UserByEmail(ctx, tx, tid, "dev@acme.test")
+	err = env.App.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		u, err := tx.UserByEmail(ctx, "dev@acme.test")
 		if err != nil {
 			return err
 		}
 		userID = u.ID
-		_, err = postgres.CreateWebSession(ctx, tx, tid, authn.HashValue(cookieValue), u.ID, false, "", nil, time.Hour)
+		_, err = tx.CreateWebSession(ctx, authn.HashValue(cookieValue), u.ID, false, "", nil, time.Hour)
 		return err
 	})
 	if err != nil {
@@ -72,7 +70,7 @@ func TestDeletedUserStaysLockedOut(t *testing.T) {
 			t.Fatal(err)
 		}
 		token = found && f.RevokedAt == nil && f.UserActive
-		_, session, err = env.App.WebSessionByHash(ctx, tid, authn.HashValue(cookieValue))
+		_, session, err = env.App.Tenant(tid).WebSessionByHash(ctx, authn.HashValue(cookieValue))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,8 +97,8 @@ func TestDeletedUserStaysLockedOut(t *testing.T) {
 		t.Error("break-glass for an existing user printed no link")
 	}
 	mustCltctl(t, env, "user", "delete", "--tenant", "acme", "--email", "dev@acme.test")
-	err = env.App.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		if _, err := postgres.UpsertGitHubUser(ctx, tx, tid, 4242, "dev", "Dev", "dev@acme.test"); err != nil {
+	err = env.App.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		if _, err := tx.UpsertGitHubUser(ctx, 4242, "dev", "Dev", "dev@acme.test"); err != nil {
 			return err
 		}
 		return nil
@@ -112,18 +110,18 @@ func TestDeletedUserStaysLockedOut(t *testing.T) {
 		t.Errorf("after a GitHub sign-in: token live %v, session live %v", tok, sess)
 	}
 	mustCltctl(t, env, "user", "delete", "--tenant", "acme", "--email", "dev@acme.test")
-	err = env.App.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		// An OIDC sign-in with a verified email of a user not bound to
-		// another identity links to (and revives) the same account.
-		if _, err := tx.Exec(ctx, `UPDATE users SET github_user_id = NULL WHERE tenant_id = $1 AND id = $2`, tid, userID); err != nil {
-			return err
-		}
-		p, err := postgres.UpsertIdentityProvider(ctx, tx, tid, postgres.IdentityProvider{Issuer: "https://idp.acme.test", ClientID: "c", ClientSecret: "s",
+	// An OIDC sign-in with a verified email of a user not bound to
+	// another identity links to (and revives) the same account.
+	if _, err := env.Admin.Pool.Exec(ctx, `UPDATE users SET github_user_id = NULL WHERE tenant_id = $1 AND id = $2`, tid, userID); err != nil {
+		t.Fatal(err)
+	}
+	err = env.App.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		p, err := tx.UpsertIdentityProvider(ctx, postgres.IdentityProvider{Issuer: "https://idp.acme.test", ClientID: "c", ClientSecret: "s",
 			Scopes: []string{"openid"}}, postgres.Actor{Label: "test"})
 		if err != nil {
 			return err
 		}
-		u, err := postgres.UpsertOIDCUser(ctx, tx, tid, p.ID, "sub-1", "dev@acme.test", "Dev", true)
+		u, err := tx.UpsertOIDCUser(ctx, p.ID, "sub-1", "dev@acme.test", "Dev", true)
 		if err == nil && u.ID != userID {
 			t.Errorf("the OIDC sign-in made a new user %s, not %s", u.ID, userID)
 		}

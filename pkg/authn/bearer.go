@@ -146,7 +146,7 @@ func (b *Bearer) touch(f postgres.TokenFacts, now time.Time) {
 		defer b.touchWG.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := b.DB.TouchToken(ctx, f.TenantID, f.TokenID); err != nil && b.Logger != nil {
+		if err := b.DB.Tenant(f.TenantID).TouchToken(ctx, f.TokenID); err != nil && b.Logger != nil {
 			b.Logger.Warn("recording token use failed", "token_id", f.TokenID, "err", err)
 		}
 		b.pruneTouched(now)

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/grants"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -95,9 +93,9 @@ func (s *Sessions) ClearLoginCookie() *http.Cookie {
 
 // Start creates a session for the user in tx (a new secret every time: the
 // session id rotates at every sign-in) and returns its cookie.
-func (s *Sessions) Start(ctx context.Context, tx pgx.Tx, tenantID, userID string, breakGlass bool, idpID string, groups []string) (*http.Cookie, error) {
+func (s *Sessions) Start(ctx context.Context, tx *postgres.Tx, tenantID, userID string, breakGlass bool, idpID string, groups []string) (*http.Cookie, error) {
 	value := tenantID + "." + NewSecret()
-	if _, err := postgres.CreateWebSession(ctx, tx, tenantID, HashValue(value), userID, breakGlass, idpID, groups, s.ttl()); err != nil {
+	if _, err := tx.CreateWebSession(ctx, HashValue(value), userID, breakGlass, idpID, groups, s.ttl()); err != nil {
 		return nil, err
 	}
 	return s.cookie(value, int(s.ttl().Seconds())), nil
@@ -132,7 +130,7 @@ func (s *Sessions) Read(ctx context.Context, r *http.Request, tenantID string) (
 	if !ok || t != tenantID {
 		return nil, nil
 	}
-	ws, found, err := s.DB.WebSessionByHash(ctx, tenantID, HashValue(c.Value))
+	ws, found, err := s.DB.Tenant(tenantID).WebSessionByHash(ctx, HashValue(c.Value))
 	if err != nil || !found {
 		return nil, err
 	}

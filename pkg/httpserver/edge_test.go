@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
@@ -41,26 +39,26 @@ func seedMember(t testing.TB, env *pgtest.Env, repos ...string) member {
 		t.Fatal(err)
 	}
 	m := member{TenantID: tn.ID, Secret: tokens.Generate()}
-	err = env.Admin.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
-		u, err := postgres.UpsertLocalUser(ctx, tx, tn.ID, "dev@acme.test", "", codelotse.RoleMember, time.Now())
+	err = env.Admin.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
+		u, err := tx.UpsertLocalUser(ctx, "dev@acme.test", "", codelotse.RoleMember, time.Now())
 		if err != nil {
 			return err
 		}
 		m.UserID = u.ID
 		for _, name := range repos {
-			r, err := postgres.AddRepository(ctx, tx, tn.ID, postgres.NewRepository{FullName: name})
+			r, err := tx.AddRepository(ctx, postgres.NewRepository{FullName: name})
 			if err != nil {
 				return err
 			}
-			if err := postgres.GrantRepository(ctx, tx, tn.ID, u.ID, r.ID); err != nil {
+			if err := tx.GrantRepository(ctx, u.ID, r.ID); err != nil {
 				return err
 			}
-			if _, err := postgres.UpsertRule(ctx, tx, tn.ID, &r.ID, codelotse.Rule{Key: "k", Title: "Rule of " + name, Severity: codelotse.SeverityHigh, Instructions: "Check the thing carefully."}); err != nil {
+			if _, err := tx.UpsertRule(ctx, &r.ID, codelotse.Rule{Key: "k", Title: "Rule of " + name, Severity: codelotse.SeverityHigh, Instructions: "Check the thing carefully."}); err != nil {
 				return err
 			}
 		}
 		exp, _ := tokens.ExpiresAt(time.Now(), 30)
-		tk, err := postgres.CreateToken(ctx, tx, tn.ID, postgres.NewToken{UserID: u.ID, Name: "t", Secret: m.Secret, ExpiresAt: exp}, time.Now(), postgres.Actor{Label: "test"})
+		tk, err := tx.CreateToken(ctx, postgres.NewToken{UserID: u.ID, Name: "t", Secret: m.Secret, ExpiresAt: exp}, time.Now(), postgres.Actor{Label: "test"})
 		m.TokenID = tk.ID
 		return err
 	})

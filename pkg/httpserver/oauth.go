@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/codelotse/codelotse/pkg/authn"
@@ -188,9 +187,9 @@ func (s *Server) resolveClient(ctx context.Context, tid, clientID string) (postg
 	if clientID == "" {
 		return cached, &clientError{"The request names no client (client_id is missing)."}
 	}
-	if err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	if err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		var err error
-		cached, found, err = postgres.GetOAuthClient(ctx, tx, tid, clientID)
+		cached, found, err = tx.GetOAuthClient(ctx, clientID)
 		return err
 	}); err != nil {
 		return cached, err
@@ -222,8 +221,8 @@ func (s *Server) resolveClient(ctx context.Context, tid, clientID string) (postg
 	until := now.Add(oauth.CacheFor(hdr, now))
 	if status == http.StatusNotModified && found {
 		cached.CacheUntil = &until
-		return cached, s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-			return postgres.ExtendMetadataCache(ctx, tx, tid, cached.Ref, until)
+		return cached, s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+			return tx.ExtendMetadataCache(ctx, cached.Ref, until)
 		})
 	}
 	if status != http.StatusOK {
@@ -234,9 +233,9 @@ func (s *Server) resolveClient(ctx context.Context, tid, clientID string) (postg
 		return cached, &clientError{"The client's metadata document is not valid: " + e.Description + "."}
 	}
 	var ref string
-	err = s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	err = s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		var err error
-		ref, err = postgres.SaveMetadataClient(ctx, tx, tid, cl, until, hdr.Get("ETag"))
+		ref, err = tx.SaveMetadataClient(ctx, cl, until, hdr.Get("ETag"))
 		return err
 	})
 	if err != nil {
@@ -330,9 +329,9 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 		return back(e.Code, e.Description)
 	}
 	var on bool
-	if err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	if err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		var err error
-		on, err = postgres.OAuthEnabled(ctx, tx, tid)
+		on, err = tx.OAuthEnabled(ctx)
 		return err
 	}); err != nil {
 		return err
@@ -355,9 +354,9 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 		return s.page(c, http.StatusForbidden, "No access", "Your access to this organisation is not current. Sign in again to refresh it.")
 	}
 	var active int
-	if err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	if err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		var err error
-		active, err = postgres.ActiveAccess(ctx, tx, tid, p.Session.UserID, time.Now())
+		active, err = tx.ActiveAccess(ctx, p.Session.UserID, time.Now())
 		return err
 	}); err != nil {
 		return err
@@ -384,8 +383,8 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 	}
 	code := oauth.NewCode()
 	now := time.Now()
-	err = s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		return postgres.CreateOAuthCode(ctx, tx, tid, postgres.NewCode{Hash: oauth.Hash(code), UserID: p.Session.UserID, ClientRef: cl.Ref,
+	err = s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		return tx.CreateOAuthCode(ctx, postgres.NewCode{Hash: oauth.Hash(code), UserID: p.Session.UserID, ClientRef: cl.Ref,
 			RedirectURI: req.RedirectURI, Challenge: req.CodeChallenge, Resource: req.Resource, IdPID: p.Session.IdPID, IdPGroups: p.Session.IdPGroups}, now)
 	})
 	if err != nil {
@@ -508,9 +507,9 @@ func (s *Server) oauthToken(c echo.Context) error {
 		if !oauth.ValidCode(code) {
 			return tokenError(c, oauth.Errorf(oauth.ErrInvalidGrant, "the authorization code is malformed"))
 		}
-		err = s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		err = s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 			var err error
-			in, oe, err = postgres.ExchangeOAuthCode(ctx, tx, tid, postgres.CodeExchange{CodeHash: oauth.Hash(code), ClientID: clientID,
+			in, oe, err = tx.ExchangeOAuthCode(ctx, postgres.CodeExchange{CodeHash: oauth.Hash(code), ClientID: clientID,
 				RedirectURI: c.FormValue("redirect_uri"), Verifier: c.FormValue("code_verifier"), Resource: c.FormValue("resource"),
 				Access: access, Refresh: refresh, Now: now})
 			return err
@@ -523,9 +522,9 @@ func (s *Server) oauthToken(c echo.Context) error {
 		if _, se := oauth.ParseScope(c.FormValue("scope")); se != nil {
 			return tokenError(c, se)
 		}
-		err = s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		err = s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 			var err error
-			in, oe, err = postgres.RefreshOAuthToken(ctx, tx, tid, postgres.RefreshExchange{TokenHash: oauth.Hash(rt), ClientID: clientID,
+			in, oe, err = tx.RefreshOAuthToken(ctx, postgres.RefreshExchange{TokenHash: oauth.Hash(rt), ClientID: clientID,
 				Resource: c.FormValue("resource"), Access: access, Refresh: refresh, Now: now})
 			return err
 		})
@@ -586,8 +585,8 @@ func (s *Server) oauthRevoke(c echo.Context) error {
 	}
 	if oauth.ValidRefreshToken(tok) || tokens.Valid(tok) {
 		ctx := c.Request().Context()
-		if err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-			return postgres.RevokeByToken(ctx, tx, tid, oauth.Hash(tok), clientID)
+		if err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+			return tx.RevokeByToken(ctx, oauth.Hash(tok), clientID)
 		}); err != nil {
 			s.cfg.Logger.Error("revocation failed", "err", err)
 			return tokenError(c, oauth.Errorf(oauth.ErrTemporarilyUnavailable, "try again shortly"))
@@ -628,8 +627,8 @@ func (s *Server) oauthRegister(c echo.Context) error {
 	}
 	now := time.Now()
 	ctx := c.Request().Context()
-	if err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		return postgres.RegisterClient(ctx, tx, tid, cl, now)
+	if err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		return tx.RegisterClient(ctx, cl, now)
 	}); err != nil {
 		return err
 	}
@@ -684,8 +683,8 @@ func grantRows(list []postgres.Grant, now time.Time) []grantRow {
 func (s *Server) mcpRevokeGrant(c echo.Context) error {
 	p := principal(c)
 	tid := c.Get(keyTenantID).(string)
-	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
-		return postgres.RevokeGrant(c.Request().Context(), tx, tid, c.Param("id"), p.Session.UserID, postgres.Actor{UserID: p.Session.UserID, Label: p.Session.Email})
+	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx *postgres.Tx) error {
+		return tx.RevokeGrant(c.Request().Context(), c.Param("id"), p.Session.UserID, postgres.Actor{UserID: p.Session.UserID, Label: p.Session.Email})
 	})
 	if codelotse.ErrorCode(err) == codelotse.NotFound {
 		return s.page(c, http.StatusNotFound, "Not found", "No such connected client of yours.")
@@ -698,8 +697,8 @@ func (s *Server) mcpRevokeGrant(c echo.Context) error {
 
 // adminRevokeGrant is POST /t/:slug/admin/grants/:id/revoke.
 func (s *Server) adminRevokeGrant(c echo.Context) error {
-	return s.adminDo(c, "Connected client revoked.", func(ctx context.Context, tx pgx.Tx, tid string, actor postgres.Actor) error {
-		return postgres.RevokeGrant(ctx, tx, tid, c.Param("id"), "", actor)
+	return s.adminDo(c, "Connected client revoked.", func(ctx context.Context, tx *postgres.Tx, tid string, actor postgres.Actor) error {
+		return tx.RevokeGrant(ctx, c.Param("id"), "", actor)
 	})
 }
 
@@ -712,8 +711,8 @@ func (s *Server) adminSetOAuth(c echo.Context) error {
 	if on {
 		done = "OAuth clients switched on."
 	}
-	return s.adminDo(c, done, func(ctx context.Context, tx pgx.Tx, tid string, actor postgres.Actor) error {
-		_, err := postgres.SetOAuthEnabled(ctx, tx, tid, on, actor)
+	return s.adminDo(c, done, func(ctx context.Context, tx *postgres.Tx, tid string, actor postgres.Actor) error {
+		_, err := tx.SetOAuthEnabled(ctx, on, actor)
 		return err
 	})
 }

@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
@@ -75,7 +73,7 @@ func newOAuthFixture(t *testing.T, mod func(*Config)) *oauthFixture {
 func (f *oauthFixture) signIn(tid, uid string, breakGlass bool) *http.Cookie {
 	f.t.Helper()
 	var c *http.Cookie
-	err := f.env.App.InTenant(context.Background(), tid, func(tx pgx.Tx) error {
+	err := f.env.App.InTenant(context.Background(), tid, func(tx *postgres.Tx) error {
 		var err error
 		c, err = f.sessions.Start(context.Background(), tx, tid, uid, breakGlass, "", nil)
 		return err
@@ -277,9 +275,7 @@ func TestOAuthCodeFlow(t *testing.T) {
 func (f *oauthFixture) wantAudit(action string) {
 	f.t.Helper()
 	var n int
-	if err := f.env.App.InTenant(context.Background(), f.m.TenantID, func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND action = $2`, f.m.TenantID, action).Scan(&n)
-	}); err != nil {
+	if err := f.env.Admin.Pool.QueryRow(context.Background(), `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND action = $2`, f.m.TenantID, action).Scan(&n); err != nil {
 		f.t.Fatal(err)
 	}
 	if n == 0 {
@@ -421,10 +417,7 @@ func TestOAuthTokenEndpoint(t *testing.T) {
 
 func (f *oauthFixture) exec(sql string) {
 	f.t.Helper()
-	if err := f.env.App.InTenant(context.Background(), f.m.TenantID, func(tx pgx.Tx) error {
-		_, err := tx.Exec(context.Background(), sql, f.m.TenantID)
-		return err
-	}); err != nil {
+	if _, err := f.env.Admin.Pool.Exec(context.Background(), sql, f.m.TenantID); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -517,9 +510,7 @@ func TestOAuthRevocation(t *testing.T) {
 	// On the MCP access page.
 	_, b := f.connect()
 	var gid string
-	if err := f.env.App.InTenant(context.Background(), f.m.TenantID, func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT id::text FROM oauth_grants WHERE tenant_id = $1 AND revoked_at IS NULL`, f.m.TenantID).Scan(&gid)
-	}); err != nil {
+	if err := f.env.Admin.Pool.QueryRow(context.Background(), `SELECT id::text FROM oauth_grants WHERE tenant_id = $1 AND revoked_at IS NULL`, f.m.TenantID).Scan(&gid); err != nil {
 		t.Fatal(err)
 	}
 	post := httptest.NewRequest(http.MethodPost, "/t/acme/mcp/grants/"+gid+"/revoke", nil)
@@ -535,8 +526,8 @@ func TestOAuthRevocation(t *testing.T) {
 func TestOAuthSwitchedOffByTenantAdmin(t *testing.T) {
 	f := newOAuthFixture(t, nil)
 	clientID, a := f.connect()
-	if err := f.env.App.InTenant(context.Background(), f.m.TenantID, func(tx pgx.Tx) error {
-		_, err := postgres.SetOAuthEnabled(context.Background(), tx, f.m.TenantID, false, postgres.Actor{Label: "test"})
+	if err := f.env.App.InTenant(context.Background(), f.m.TenantID, func(tx *postgres.Tx) error {
+		_, err := tx.SetOAuthEnabled(context.Background(), false, postgres.Actor{Label: "test"})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -673,9 +664,9 @@ func TestOAuthActiveLimitCountsGrants(t *testing.T) {
 	if !strings.Contains(rec.Body.String(), "the most allowed") || strings.Contains(rec.Body.String(), `value="approve"`) {
 		t.Fatalf("consent at the limit offers approval: %s", rec.Body)
 	}
-	err := f.env.App.InTenant(context.Background(), f.m.TenantID, func(tx pgx.Tx) error {
+	err := f.env.App.InTenant(context.Background(), f.m.TenantID, func(tx *postgres.Tx) error {
 		exp, _ := tokens.ExpiresAt(time.Now(), 30)
-		_, err := postgres.CreateToken(context.Background(), tx, f.m.TenantID, postgres.NewToken{UserID: f.m.UserID, Name: "x", Secret: tokens.Generate(), ExpiresAt: exp}, time.Now(), postgres.Actor{Label: "test"})
+		_, err := tx.CreateToken(context.Background(), postgres.NewToken{UserID: f.m.UserID, Name: "x", Secret: tokens.Generate(), ExpiresAt: exp}, time.Now(), postgres.Actor{Label: "test"})
 		return err
 	})
 	if codelotse.ErrorCode(err) != codelotse.Conflict {
@@ -774,9 +765,7 @@ func TestOAuthAdminPage(t *testing.T) {
 		t.Fatalf("after the admin switched OAuth on again: %d", st)
 	}
 	var gid string
-	if err := f.env.App.InTenant(context.Background(), f.m.TenantID, func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT oauth_grant_id::text FROM mcp_tokens WHERE tenant_id = $1 AND token_hash = $2`, f.m.TenantID, tokens.Hash(a.AccessToken)).Scan(&gid)
-	}); err != nil {
+	if err := f.env.Admin.Pool.QueryRow(context.Background(), `SELECT oauth_grant_id::text FROM mcp_tokens WHERE tenant_id = $1 AND token_hash = $2`, f.m.TenantID, tokens.Hash(a.AccessToken)).Scan(&gid); err != nil {
 		t.Fatal(err)
 	}
 	if st := post("/t/acme/admin/grants/"+gid+"/revoke", nil); st != http.StatusSeeOther {
@@ -810,9 +799,7 @@ func TestOAuthRegistrationRateLimit(t *testing.T) {
 		}
 	}
 	var n int
-	if err := g.env.App.InTenant(context.Background(), g.m.TenantID, func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT count(*) FROM oauth_clients WHERE tenant_id = $1`, g.m.TenantID).Scan(&n)
-	}); err != nil || n != 0 {
+	if err := g.env.Admin.Pool.QueryRow(context.Background(), `SELECT count(*) FROM oauth_clients WHERE tenant_id = $1`, g.m.TenantID).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("clients stored after bad registrations: %d %v", n, err)
 	}
 }
@@ -839,9 +826,7 @@ func TestOAuthUnusedRegistrationExpires(t *testing.T) {
 	// The next registration sweeps expired ones away.
 	f.register(redirect)
 	var n int
-	if err := f.env.App.InTenant(context.Background(), f.m.TenantID, func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT count(*) FROM oauth_clients WHERE tenant_id = $1 AND client_id = $2`, f.m.TenantID, unused).Scan(&n)
-	}); err != nil || n != 0 {
+	if err := f.env.Admin.Pool.QueryRow(context.Background(), `SELECT count(*) FROM oauth_clients WHERE tenant_id = $1 AND client_id = $2`, f.m.TenantID, unused).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("expired registration still stored: %d %v", n, err)
 	}
 }

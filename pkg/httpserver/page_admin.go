@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
@@ -52,10 +51,7 @@ type memberRow struct {
 	Repos                                           int
 }
 
-type mappingRow struct {
-	ID                int64
-	Group, Role, Repo string
-}
+type mappingRow = postgres.GroupMappingRow
 
 type auditRow struct {
 	When, Actor, Action, Target, Details string
@@ -63,18 +59,18 @@ type auditRow struct {
 
 func (s *Server) loadAdminPage(ctx context.Context, tid string, filter postgres.AuditFilter) (adminPage, error) {
 	pg := adminPage{AuditFilter: filter}
-	err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		t, err := postgres.GetTenant(ctx, tx, tid)
+	err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		t, err := tx.GetTenant(ctx)
 		if err != nil {
 			return err
 		}
 		pg.MCPEnabled = t.MCPEnabled
-		g, err := postgres.GetTenantGitHub(ctx, tx, tid)
+		g, err := tx.GetTenantGitHub(ctx)
 		if err != nil {
 			return err
 		}
 		if g.InstallationID != nil {
-			st, err := postgres.GetMembershipRefresh(ctx, tx, tid)
+			st, err := tx.GetMembershipRefresh(ctx)
 			if err != nil {
 				return err
 			}
@@ -87,53 +83,40 @@ func (s *Server) loadAdminPage(ctx context.Context, tid string, filter postgres.
 				}
 			}
 		}
-		if p, err := postgres.IdentityProviderByIssuer(ctx, tx, tid, ""); err == nil {
+		if p, err := tx.IdentityProviderByIssuer(ctx, ""); err == nil {
 			pg.IdP = &p
 		} else if codelotse.ErrorCode(err) != codelotse.NotFound && codelotse.ErrorCode(err) != codelotse.Invalid {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT m.id, m.group_name, m.role, coalesce(r.full_name, '')
-			FROM oidc_group_mappings m LEFT JOIN repositories r ON r.tenant_id = m.tenant_id AND r.id = m.repository_id
-			WHERE m.tenant_id = $1 ORDER BY m.group_name, m.role, r.full_name`, tid)
-		if err != nil {
+		if pg.Mappings, err = tx.ListGroupMappings(ctx); err != nil {
 			return err
 		}
-		if pg.Mappings, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (mappingRow, error) {
-			var m mappingRow
-			return m, r.Scan(&m.ID, &m.Group, &m.Role, &m.Repo)
-		}); err != nil {
+		if pg.Repos, err = tx.RepositoryNames(ctx); err != nil {
 			return err
 		}
-		rows, err = tx.Query(ctx, `SELECT full_name FROM repositories WHERE tenant_id = $1 ORDER BY lower(full_name)`, tid)
-		if err != nil {
-			return err
-		}
-		if pg.Repos, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-			return err
-		}
-		list, err := postgres.ListTokens(ctx, tx, tid, "")
+		list, err := tx.ListTokens(ctx, "")
 		if err != nil {
 			return err
 		}
 		pg.Tokens = tokenRows(list, time.Now())
 		if pg.OAuth = s.cfg.OAuth.Enabled; pg.OAuth {
-			if pg.OAuthEnabled, err = postgres.OAuthEnabled(ctx, tx, tid); err != nil {
+			if pg.OAuthEnabled, err = tx.OAuthEnabled(ctx); err != nil {
 				return err
 			}
-			grants, err := postgres.ListGrants(ctx, tx, tid, "")
+			grants, err := tx.ListGrants(ctx, "")
 			if err != nil {
 				return err
 			}
 			pg.Grants = grantRows(grants, time.Now())
 		}
-		events, err := postgres.ListAuditFiltered(ctx, tx, tid, filter, 100)
+		events, err := tx.ListAuditFiltered(ctx, filter, 100)
 		if err != nil {
 			return err
 		}
-		if pg.AuditActions, pg.Actors, err = postgres.AuditFacets(ctx, tx, tid); err != nil {
+		if pg.AuditActions, pg.Actors, err = tx.AuditFacets(ctx); err != nil {
 			return err
 		}
-		members, err := postgres.ListMembers(ctx, tx, tid)
+		members, err := tx.ListMembers(ctx)
 		if err != nil {
 			return err
 		}
@@ -185,14 +168,14 @@ var adminNotices = map[string]string{
 
 // adminDo runs an admin change and returns to the page with a notice (a key
 // of adminNotices), or re-renders it with the error.
-func (s *Server) adminDo(c echo.Context, done string, fn func(ctx context.Context, tx pgx.Tx, tid string, actor postgres.Actor) error) error {
+func (s *Server) adminDo(c echo.Context, done string, fn func(ctx context.Context, tx *postgres.Tx, tid string, actor postgres.Actor) error) error {
 	p := principal(c)
 	tid := c.Get(keyTenantID).(string)
 	actor := postgres.Actor{UserID: p.Session.UserID, Label: p.Session.Email}
 	if p.Session.BreakGlass {
 		actor.Label = p.Session.Email + " (break-glass)"
 	}
-	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
+	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx *postgres.Tx) error {
 		return fn(c.Request().Context(), tx, tid, actor)
 	})
 	if err != nil {
@@ -219,8 +202,8 @@ func (s *Server) adminSetMCP(c echo.Context) error {
 	if on {
 		msg = "mcp-on"
 	}
-	return s.adminDo(c, msg, func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
-		_, err := postgres.SetMCPEnabled(ctx, tx, tid, on, a)
+	return s.adminDo(c, msg, func(ctx context.Context, tx *postgres.Tx, tid string, a postgres.Actor) error {
+		_, err := tx.SetMCPEnabled(ctx, on, a)
 		return err
 	})
 }
@@ -233,14 +216,14 @@ func (s *Server) adminSaveIdP(c echo.Context) error {
 	claim := formValue(c, "groups_claim")
 	scopes := strings.Fields(c.FormValue("scopes"))
 	enabled := c.FormValue("enabled") == "true"
-	return s.adminDo(c, "idp-saved", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
+	return s.adminDo(c, "idp-saved", func(ctx context.Context, tx *postgres.Tx, tid string, a postgres.Actor) error {
 		if !issuerAllowed(issuer) {
 			return codelotse.Errorf(codelotse.Invalid, "The issuer must be an https URL such as https://login.example.com (plain http only on this machine's loopback).")
 		}
 		if clientID == "" {
 			return codelotse.Errorf(codelotse.Invalid, "The client id is required.")
 		}
-		existing, err := postgres.IdentityProviderByIssuer(ctx, tx, tid, "")
+		existing, err := tx.IdentityProviderByIssuer(ctx, "")
 		if err != nil && codelotse.ErrorCode(err) != codelotse.NotFound {
 			return err
 		}
@@ -256,12 +239,12 @@ func (s *Server) adminSaveIdP(c echo.Context) error {
 		if !contains(scopes, "openid") {
 			return codelotse.Errorf(codelotse.Invalid, "The scopes must include openid.")
 		}
-		p, err := postgres.UpsertIdentityProvider(ctx, tx, tid, postgres.IdentityProvider{Issuer: issuer, ClientID: clientID, ClientSecret: secret, GroupsClaim: claim, Scopes: scopes}, a)
+		p, err := tx.UpsertIdentityProvider(ctx, postgres.IdentityProvider{Issuer: issuer, ClientID: clientID, ClientSecret: secret, GroupsClaim: claim, Scopes: scopes}, a)
 		if err != nil {
 			return err
 		}
 		if !enabled {
-			return postgres.SetIdentityProviderEnabled(ctx, tx, tid, p.ID, false, a)
+			return tx.SetIdentityProviderEnabled(ctx, p.ID, false, a)
 		}
 		return nil
 	})
@@ -270,8 +253,8 @@ func (s *Server) adminSaveIdP(c echo.Context) error {
 // adminAddMapping is POST /t/:slug/admin/mappings.
 func (s *Server) adminAddMapping(c echo.Context) error {
 	group, role, repo := formValue(c, "group"), formValue(c, "role"), formValue(c, "repository")
-	return s.adminDo(c, "mapping-added", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
-		p, err := postgres.IdentityProviderByIssuer(ctx, tx, tid, "")
+	return s.adminDo(c, "mapping-added", func(ctx context.Context, tx *postgres.Tx, tid string, a postgres.Actor) error {
+		p, err := tx.IdentityProviderByIssuer(ctx, "")
 		if err != nil {
 			return codelotse.Errorf(codelotse.Invalid, "Configure the identity provider first.")
 		}
@@ -284,13 +267,13 @@ func (s *Server) adminAddMapping(c echo.Context) error {
 		}
 		m := codelotse.GroupMapping{Group: group, Role: r}
 		if repo != "" {
-			rp, err := postgres.RepositoryByName(ctx, tx, tid, repo)
+			rp, err := tx.RepositoryByName(ctx, repo)
 			if err != nil {
 				return codelotse.Errorf(codelotse.Invalid, "Unknown repository %s.", repo)
 			}
 			m.RepositoryID = &rp.ID
 		}
-		return postgres.AddGroupMapping(ctx, tx, tid, p.ID, m, a)
+		return tx.AddGroupMapping(ctx, p.ID, m, a)
 	})
 }
 
@@ -300,21 +283,20 @@ func (s *Server) adminDeleteMapping(c echo.Context) error {
 	if err != nil {
 		return s.page(c, http.StatusNotFound, "Not found", "No such mapping.")
 	}
-	return s.adminDo(c, "mapping-removed", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
-		var group string
-		err := tx.QueryRow(ctx, `DELETE FROM oidc_group_mappings WHERE tenant_id = $1 AND id = $2 RETURNING group_name`, tid, id).Scan(&group)
+	return s.adminDo(c, "mapping-removed", func(ctx context.Context, tx *postgres.Tx, tid string, a postgres.Actor) error {
+		group, err := tx.DeleteGroupMapping(ctx, id)
 		if err != nil {
-			return codelotse.Errorf(codelotse.NotFound, "No such mapping.")
+			return err
 		}
-		return postgres.AuditMappingRemoved(ctx, tx, tid, group, a)
+		return tx.AuditMappingRemoved(ctx, group, a)
 	})
 }
 
 // adminRevokeToken is POST /t/:slug/admin/tokens/:id/revoke (any token).
 func (s *Server) adminRevokeToken(c echo.Context) error {
 	id := c.Param("id")
-	return s.adminDo(c, "token-revoked", func(ctx context.Context, tx pgx.Tx, tid string, a postgres.Actor) error {
-		return postgres.RevokeToken(ctx, tx, tid, id, "", a)
+	return s.adminDo(c, "token-revoked", func(ctx context.Context, tx *postgres.Tx, tid string, a postgres.Actor) error {
+		return tx.RevokeToken(ctx, id, "", a)
 	})
 }
 

@@ -3,7 +3,6 @@ package httpserver
 import (
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/codelotse/codelotse/pkg/authn"
@@ -34,8 +33,8 @@ func (s *Server) linkSignIn(c echo.Context) error {
 	ctx := c.Request().Context()
 	var cookie *http.Cookie
 	var slug string
-	err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		st, err := postgres.ConsumeLoginState(ctx, tx, tid, authn.HashValue(v))
+	err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		st, err := tx.ConsumeLoginState(ctx, authn.HashValue(v))
 		if err != nil {
 			return err
 		}
@@ -45,7 +44,7 @@ func (s *Server) linkSignIn(c echo.Context) error {
 		case st.Kind != "dev" && st.Kind != "break-glass":
 			return codelotse.Errorf(codelotse.NotFound, "this sign-in link is unknown, expired or already used")
 		}
-		t, err := postgres.GetTenant(ctx, tx, tid)
+		t, err := tx.GetTenant(ctx)
 		if err != nil {
 			return err
 		}
@@ -55,7 +54,7 @@ func (s *Server) linkSignIn(c echo.Context) error {
 			return err
 		}
 		// A break-glass sign-in sees everything: audited with the session.
-		return postgres.AuditLinkSignIn(ctx, tx, tid, st.UserID, st.Kind)
+		return tx.AuditLinkSignIn(ctx, st.UserID, st.Kind)
 	})
 	switch codelotse.ErrorCode(err) {
 	case codelotse.NotFound, codelotse.Forbidden, codelotse.Invalid:
@@ -72,8 +71,8 @@ func (s *Server) linkSignIn(c echo.Context) error {
 func (s *Server) logout(c echo.Context) error {
 	if s.cfg.Sessions != nil {
 		if tid, value, ok := s.cfg.Sessions.CookieTenant(c.Request()); ok {
-			if err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
-				return postgres.RevokeWebSession(c.Request().Context(), tx, tid, authn.HashValue(value))
+			if err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx *postgres.Tx) error {
+				return tx.RevokeWebSession(c.Request().Context(), authn.HashValue(value))
 			}); err != nil {
 				return err
 			}

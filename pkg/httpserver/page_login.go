@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/codelotse/codelotse/pkg/authn"
@@ -49,22 +48,22 @@ func (s *Server) login(c echo.Context) error {
 	binding, bindCookie := s.cfg.Sessions.LoginCookie()
 	bindHash := authn.HashValue(binding)
 	var target string
-	err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		if p, err := postgres.IdentityProviderByIssuer(ctx, tx, tid, ""); err == nil && p.Enabled && s.cfg.OIDC != nil {
+	err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		if p, err := tx.IdentityProviderByIssuer(ctx, ""); err == nil && p.Enabled && s.cfg.OIDC != nil {
 			value, nonce, verifier := tid+"."+authn.NewSecret(), oidc.NewNonce(), oidc.NewVerifier()
-			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: "oidc", IdPID: p.ID, Verifier: verifier, Nonce: nonce, ReturnTo: returnTo, BrowserHash: bindHash}, signInTTL); err != nil {
+			if err := tx.CreateLoginState(ctx, authn.HashValue(value), postgres.LoginState{Kind: "oidc", IdPID: p.ID, Verifier: verifier, Nonce: nonce, ReturnTo: returnTo, BrowserHash: bindHash}, signInTTL); err != nil {
 				return err
 			}
 			target, err = s.cfg.OIDC.AuthURL(ctx, s.oidcProvider(p), value, nonce, verifier)
 			return err
 		}
-		g, err := postgres.GetTenantGitHub(ctx, tx, tid)
+		g, err := tx.GetTenantGitHub(ctx)
 		if err != nil {
 			return err
 		}
 		if g.InstallationID != nil && s.cfg.GitHub != nil {
 			value, verifier := tid+"."+authn.NewSecret(), githubapp.NewVerifier()
-			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(value), postgres.LoginState{Kind: "github", Verifier: verifier, ReturnTo: returnTo, BrowserHash: bindHash}, signInTTL); err != nil {
+			if err := tx.CreateLoginState(ctx, authn.HashValue(value), postgres.LoginState{Kind: "github", Verifier: verifier, ReturnTo: returnTo, BrowserHash: bindHash}, signInTTL); err != nil {
 				return err
 			}
 			target = s.cfg.GitHub.AuthCodeURL(value, verifier)
@@ -95,9 +94,9 @@ func (s *Server) callbackState(c echo.Context, kind string) (string, postgres.Lo
 		return "", postgres.LoginState{}, codelotse.Errorf(codelotse.Invalid, "The sign-in attempt is not valid; start again.")
 	}
 	var st postgres.LoginState
-	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
+	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx *postgres.Tx) error {
 		var err error
-		st, err = postgres.ConsumeLoginState(c.Request().Context(), tx, tid, authn.HashValue(value))
+		st, err = tx.ConsumeLoginState(c.Request().Context(), authn.HashValue(value))
 		return err
 	})
 	if err != nil {
@@ -135,12 +134,12 @@ func (s *Server) oidcCallback(c echo.Context) error {
 	ctx := c.Request().Context()
 	var p postgres.IdentityProvider
 	var slug string
-	if err := s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	if err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		var err error
-		if p, err = postgres.IdentityProviderByIssuer(ctx, tx, tid, ""); err != nil {
+		if p, err = tx.IdentityProviderByIssuer(ctx, ""); err != nil {
 			return err
 		}
-		g, err := postgres.GetTenantGitHub(ctx, tx, tid)
+		g, err := tx.GetTenantGitHub(ctx)
 		slug = g.Slug
 		return err
 	}); err != nil {
@@ -159,15 +158,15 @@ func (s *Server) oidcCallback(c echo.Context) error {
 		return s.page(c, http.StatusForbidden, "Sign-in failed", "The identity provider's answer could not be verified. Start again; if it keeps failing, ask an admin to check the provider settings.")
 	}
 	var cookie *http.Cookie
-	err = s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		u, err := postgres.UpsertOIDCUser(ctx, tx, tid, p.ID, claims.Subject, claims.Email, claims.Name, claims.EmailVerified)
+	err = s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		u, err := tx.UpsertOIDCUser(ctx, p.ID, claims.Subject, claims.Email, claims.Name, claims.EmailVerified)
 		if err != nil {
 			return err
 		}
-		if _, err := postgres.ReplaceGroupSnapshot(ctx, tx, tid, u.ID, p.ID, claims.Groups); err != nil {
+		if _, err := tx.ReplaceGroupSnapshot(ctx, u.ID, p.ID, claims.Groups); err != nil {
 			return err
 		}
-		if err := postgres.AuditSignIn(ctx, tx, tid, u.ID, u.Email, "oidc"); err != nil {
+		if err := tx.AuditSignIn(ctx, u.ID, u.Email, "oidc"); err != nil {
 			return err
 		}
 		cookie, err = s.cfg.Sessions.Start(ctx, tx, tid, u.ID, false, p.ID, claims.Groups)
@@ -209,8 +208,8 @@ func (s *Server) githubCallback(c echo.Context) error {
 	var cookie *http.Cookie
 	var slug string
 	noAccess := false
-	err = s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		g, err := postgres.GetTenantGitHub(ctx, tx, tid)
+	err = s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		g, err := tx.GetTenantGitHub(ctx)
 		if err != nil {
 			return err
 		}
@@ -225,14 +224,14 @@ func (s *Server) githubCallback(c echo.Context) error {
 			noAccess = true
 			return nil
 		}
-		if err := postgres.SetTenantGitHubAccount(ctx, tx, tid, inst.AccountID); err != nil {
+		if err := tx.SetTenantGitHubAccount(ctx, inst.AccountID); err != nil {
 			return err
 		}
 		email := id.Email
 		if email == "" {
 			email = fmt.Sprintf("%d+%s@users.noreply.github.com", id.UserID, id.Login)
 		}
-		u, err := postgres.UpsertGitHubUser(ctx, tx, tid, id.UserID, id.Login, id.Name, email)
+		u, err := tx.UpsertGitHubUser(ctx, id.UserID, id.Login, id.Name, email)
 		if err != nil {
 			return err
 		}
@@ -240,7 +239,7 @@ func (s *Server) githubCallback(c echo.Context) error {
 		if inst.Role == "admin" {
 			role = codelotse.RoleAdmin
 		}
-		if err := postgres.RefreshMembership(ctx, tx, tid, u.ID, role, "github", time.Now()); err != nil {
+		if err := tx.RefreshMembership(ctx, u.ID, role, "github", time.Now()); err != nil {
 			return err
 		}
 		var repoIDs []int64
@@ -254,10 +253,10 @@ func (s *Server) githubCallback(c echo.Context) error {
 			}
 			repoIDs = append(repoIDs, rid)
 		}
-		if err := postgres.ReplaceRepoMemberships(ctx, tx, tid, u.ID, repoIDs); err != nil {
+		if err := tx.ReplaceRepoMemberships(ctx, u.ID, repoIDs); err != nil {
 			return err
 		}
-		if err := postgres.AuditSignIn(ctx, tx, tid, u.ID, u.Email, "github"); err != nil {
+		if err := tx.AuditSignIn(ctx, u.ID, u.Email, "github"); err != nil {
 			return err
 		}
 		cookie, err = s.cfg.Sessions.Start(ctx, tx, tid, u.ID, false, "", nil)

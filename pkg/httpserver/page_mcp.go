@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
@@ -78,18 +77,18 @@ func (s *Server) loadMCPPage(c echo.Context) (mcpPage, error) {
 	if m := p.Session.Membership; p.Session.IdPID == "" && !p.Session.BreakGlass && m != nil {
 		pg.GitHub, pg.Local = m.Source != codelotse.MembershipLocal, m.Source == codelotse.MembershipLocal
 	}
-	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
-		t, err := postgres.GetTenant(c.Request().Context(), tx, tid)
+	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx *postgres.Tx) error {
+		t, err := tx.GetTenant(c.Request().Context())
 		if err != nil {
 			return err
 		}
 		pg.MCPEnabled = t.MCPEnabled
-		list, err := postgres.ListTokens(c.Request().Context(), tx, tid, p.Session.UserID)
+		list, err := tx.ListTokens(c.Request().Context(), p.Session.UserID)
 		if err != nil {
 			return err
 		}
 		pg.Tokens = tokenRows(list, time.Now())
-		grants, err := postgres.ListGrants(c.Request().Context(), tx, tid, p.Session.UserID)
+		grants, err := tx.ListGrants(c.Request().Context(), p.Session.UserID)
 		pg.Grants = grantRows(grants, time.Now())
 		return err
 	})
@@ -120,9 +119,9 @@ func (s *Server) mcpAccess(c echo.Context) error {
 		var sealed []byte
 		var name string
 		var found bool
-		err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
+		err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx *postgres.Tx) error {
 			var err error
-			sealed, name, found, err = postgres.TakeTokenHandoff(c.Request().Context(), tx, tid, p.Session.ID, id)
+			sealed, name, found, err = tx.TakeTokenHandoff(c.Request().Context(), p.Session.ID, id)
 			return err
 		})
 		if err != nil {
@@ -196,17 +195,17 @@ func (s *Server) mcpCreateToken(c echo.Context) error {
 		return err // the session guard let this request in, so its cookie is there
 	}
 	var handoff string
-	err = s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
+	err = s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx *postgres.Tx) error {
 		nt := postgres.NewToken{UserID: p.Session.UserID, Name: name, Secret: secret, ExpiresAt: exp}
 		if p.Session.IdPID != "" {
 			// Tokens of an OIDC session carry its provider and groups.
 			nt.IdPID, nt.IdPGroups = &p.Session.IdPID, p.Session.IdPGroups
 		}
-		t, err := postgres.CreateToken(c.Request().Context(), tx, tid, nt, now, postgres.Actor{UserID: p.Session.UserID, Label: p.Session.Email})
+		t, err := tx.CreateToken(c.Request().Context(), nt, now, postgres.Actor{UserID: p.Session.UserID, Label: p.Session.Email})
 		if err != nil {
 			return err
 		}
-		handoff, err = postgres.CreateTokenHandoff(c.Request().Context(), tx, tid, p.Session.ID, t.ID, sealed)
+		handoff, err = tx.CreateTokenHandoff(c.Request().Context(), p.Session.ID, t.ID, sealed)
 		return err
 	})
 	if codelotse.ErrorCode(err) == codelotse.Conflict || codelotse.ErrorCode(err) == codelotse.Invalid {
@@ -249,8 +248,8 @@ func lines(s string) int { return strings.Count(s, "\n") + 2 }
 func (s *Server) mcpRevokeToken(c echo.Context) error {
 	p := principal(c)
 	tid := c.Get(keyTenantID).(string)
-	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx pgx.Tx) error {
-		return postgres.RevokeToken(c.Request().Context(), tx, tid, c.Param("id"), p.Session.UserID, postgres.Actor{UserID: p.Session.UserID, Label: p.Session.Email})
+	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx *postgres.Tx) error {
+		return tx.RevokeToken(c.Request().Context(), c.Param("id"), p.Session.UserID, postgres.Actor{UserID: p.Session.UserID, Label: p.Session.Email})
 	})
 	if codelotse.ErrorCode(err) == codelotse.NotFound {
 		return s.page(c, http.StatusNotFound, "Not found", "No such token of yours.")

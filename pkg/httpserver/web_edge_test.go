@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/oidc"
@@ -32,8 +30,8 @@ func webFixture(t *testing.T, limits Limits) (*Server, *pgtest.Env, string, *htt
 	}
 	sessions := &authn.Sessions{DB: env.App}
 	var cookie *http.Cookie
-	err = env.App.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
-		u, err := postgres.UpsertLocalUser(ctx, tx, tn.ID, "boss@acme.test", "", codelotse.RoleAdmin, time.Now())
+	err = env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
+		u, err := tx.UpsertLocalUser(ctx, "boss@acme.test", "", codelotse.RoleAdmin, time.Now())
 		if err != nil {
 			return err
 		}
@@ -104,9 +102,9 @@ func TestLoginIsRateLimitedPerAddress(t *testing.T) {
 func TestExpiredLoginStatesArePurged(t *testing.T) {
 	_, env, tid, _ := webFixture(t, DefaultLimits)
 	ctx := context.Background()
-	err := env.App.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	err := env.App.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		for i, ttl := range []time.Duration{-time.Hour, -time.Minute, 10 * time.Minute} {
-			if err := postgres.CreateLoginState(ctx, tx, tid, authn.HashValue(strings.Repeat("x", i+1)), postgres.LoginState{Kind: "oidc"}, ttl); err != nil {
+			if err := tx.CreateLoginState(ctx, authn.HashValue(strings.Repeat("x", i+1)), postgres.LoginState{Kind: "oidc"}, ttl); err != nil {
 				return err
 			}
 		}
@@ -190,5 +188,22 @@ func TestWebInputMistakesAreNot500(t *testing.T) {
 		if rec.Code >= 500 {
 			t.Errorf("%s: %d %.200s", target, rec.Code, rec.Body)
 		}
+	}
+}
+
+// TestAdminDeleteMissingMapping: removing a mapping that does not exist
+// says so on the admin page (and only a missing row reads as "No such
+// mapping."; storage errors stay errors, see pkg/postgres).
+func TestAdminDeleteMissingMapping(t *testing.T) {
+	srv, _, _, cookie := webFixture(t, DefaultLimits)
+	req := httptest.NewRequest(http.MethodPost, "/t/acme/admin/mappings/424242/delete", nil)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://127.0.0.1:8080")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.AddCookie(cookie)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "No such mapping.") {
+		t.Errorf("deleting a missing mapping: %d %.300s", rec.Code, rec.Body)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/codelotse/codelotse/pkg/githubapp"
@@ -19,10 +18,10 @@ import (
 // Enqueuer puts background jobs on the queue inside the caller's
 // transaction (implemented by pkg/jobs).
 type Enqueuer interface {
-	EnqueueInstallationSync(ctx context.Context, tx pgx.Tx, tenantID string) error
-	EnqueueRepositorySync(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) error
-	EnqueueIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) error
-	EnqueueMembershipRefresh(ctx context.Context, tx pgx.Tx, tenantID string) error
+	EnqueueInstallationSync(ctx context.Context, tx *postgres.Tx, tenantID string) error
+	EnqueueRepositorySync(ctx context.Context, tx *postgres.Tx, tenantID string, repoID int64) error
+	EnqueueIndex(ctx context.Context, tx *postgres.Tx, tenantID string, repoID int64) error
+	EnqueueMembershipRefresh(ctx context.Context, tx *postgres.Tx, tenantID string) error
 }
 
 // maxWebhookBytes is GitHub's largest payload (25 MB).
@@ -89,8 +88,8 @@ func (s *Server) githubWebhook(c echo.Context) error {
 		return c.JSON(http.StatusAccepted, map[string]string{"status": "ignored: installation not bound to a tenant"})
 	}
 	status := "queued"
-	err = s.cfg.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		first, err := postgres.RecordDelivery(ctx, tx, tid, ev.DeliveryID, ev.Event, d.Digest[:])
+	err = s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		first, err := tx.RecordDelivery(ctx, ev.DeliveryID, ev.Event, d.Digest[:])
 		if err != nil {
 			return err
 		}
@@ -107,9 +106,9 @@ func (s *Server) githubWebhook(c echo.Context) error {
 }
 
 // dispatch turns one event into jobs or membership changes.
-func (s *Server) dispatch(ctx context.Context, tx pgx.Tx, tid string, ev githubapp.WebhookEvent, status *string) error {
+func (s *Server) dispatch(ctx context.Context, tx *postgres.Tx, tid string, ev githubapp.WebhookEvent, status *string) error {
 	repoJob := func(index bool) error {
-		id, ok, err := postgres.RepositoryIDByGitHubID(ctx, tx, tid, ev.RepoID)
+		id, ok, err := tx.RepositoryIDByGitHubID(ctx, ev.RepoID)
 		if err != nil {
 			return err
 		}
@@ -155,7 +154,7 @@ func (s *Server) dispatch(ctx context.Context, tx pgx.Tx, tid string, ev githuba
 		*status = "membership refresh queued"
 		if (ev.Event == "organization" || ev.Event == "member" || ev.Event == "membership") && removal(ev.Action) && len(ev.UserIDs) > 0 {
 			// A removal takes effect at once, before the refresh runs.
-			_, err := postgres.ExpireGitHubMemberships(ctx, tx, tid, ev.UserIDs, webhookActor)
+			_, err := tx.ExpireGitHubMemberships(ctx, ev.UserIDs, webhookActor)
 			*status = "memberships expired"
 			return err
 		}
@@ -164,12 +163,12 @@ func (s *Server) dispatch(ctx context.Context, tx pgx.Tx, tid string, ev githuba
 			// the installation cannot refresh memberships (it lacks a
 			// permission), the caches are expired instead, so nobody
 			// keeps access a team change took away.
-			st, err := postgres.GetMembershipRefresh(ctx, tx, tid)
+			st, err := tx.GetMembershipRefresh(ctx)
 			if err != nil {
 				return err
 			}
 			if st == nil || st.State != "ok" {
-				_, err := postgres.ExpireAllGitHubMemberships(ctx, tx, tid, webhookActor)
+				_, err := tx.ExpireAllGitHubMemberships(ctx, webhookActor)
 				*status = "memberships expired"
 				return err
 			}

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
 	"github.com/codelotse/codelotse/pkg/ratelimit"
@@ -25,19 +23,19 @@ import (
 // pkg/jobs', tested there).
 type countingEnqueuer struct{ n atomic.Int64 }
 
-func (e *countingEnqueuer) EnqueueInstallationSync(context.Context, pgx.Tx, string) error {
+func (e *countingEnqueuer) EnqueueInstallationSync(context.Context, *postgres.Tx, string) error {
 	e.n.Add(1)
 	return nil
 }
-func (e *countingEnqueuer) EnqueueRepositorySync(context.Context, pgx.Tx, string, int64) error {
+func (e *countingEnqueuer) EnqueueRepositorySync(context.Context, *postgres.Tx, string, int64) error {
 	e.n.Add(1)
 	return nil
 }
-func (e *countingEnqueuer) EnqueueIndex(context.Context, pgx.Tx, string, int64) error {
+func (e *countingEnqueuer) EnqueueIndex(context.Context, *postgres.Tx, string, int64) error {
 	e.n.Add(1)
 	return nil
 }
-func (e *countingEnqueuer) EnqueueMembershipRefresh(context.Context, pgx.Tx, string) error {
+func (e *countingEnqueuer) EnqueueMembershipRefresh(context.Context, *postgres.Tx, string) error {
 	e.n.Add(1)
 	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
@@ -25,7 +23,7 @@ func BenchmarkIndexGoSrc(b *testing.B) {
 	}
 	in := ingest.New(secretscan.New())
 	var repoID int64
-	if err := env.App.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
+	if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
 		r, err := in.AddRepository(ctx, tx, tn.ID, postgres.NewRepository{FullName: "bench/go"})
 		repoID = r.ID
 		return err
@@ -35,7 +33,7 @@ func BenchmarkIndexGoSrc(b *testing.B) {
 	b.SetBytes(total)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := env.App.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
+		if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
 			_, err := in.Index(ctx, tx, tn.ID, repoID, snap, postgres.Actor{Label: "bench"})
 			return err
 		}); err != nil {

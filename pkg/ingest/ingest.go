@@ -18,8 +18,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -64,8 +62,8 @@ func (l *Learned) add(found []secretscan.Found) {
 // learned so far, so that a bare value of a secret (a token alone in a
 // path, a private key's body without its BEGIN line) is not stored either;
 // nil when there are none.
-func (l *Learned) known(ctx context.Context, tx pgx.Tx, tenantID string) (*secretscan.Known, error) {
-	stored, err := postgres.SecretFingerprintsTx(ctx, tx, tenantID)
+func (l *Learned) known(ctx context.Context, tx *postgres.Tx, tenantID string) (*secretscan.Known, error) {
+	stored, err := tx.SecretFingerprints(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +77,8 @@ func (l *Learned) known(ctx context.Context, tx pgx.Tx, tenantID string) (*secre
 }
 
 // Record stores the learned fingerprints in tx.
-func (l *Learned) Record(ctx context.Context, tx pgx.Tx, tenantID string) error {
-	return postgres.RecordSecretFingerprints(ctx, tx, tenantID, l.fps)
+func (l *Learned) Record(ctx context.Context, tx *postgres.Tx, tenantID string) error {
+	return tx.RecordSecretFingerprints(ctx, l.fps)
 }
 
 // Document returns the text to store for one whole document (a file, a
@@ -163,7 +161,8 @@ func reviewImport(imp codelotse.ReviewImport, d func(string) string) codelotse.R
 		imp.PullRequest = &pr
 	}
 	r := &imp.Review
-	r.ExternalID, r.Summary, r.Author = d(r.ExternalID), d(r.Summary), d(r.Author)
+	// The status is free text in a review import and shown to agents.
+	r.ExternalID, r.Status, r.Summary, r.Author = d(r.ExternalID), d(r.Status), d(r.Summary), d(r.Author)
 	findings := make([]codelotse.Finding, len(imp.Findings))
 	for i, f := range imp.Findings {
 		f.RuleKey, f.Path, f.Title, f.Body, f.Suggestion, f.Source = d(f.RuleKey), d(f.Path), d(f.Title), d(f.Body), d(f.Suggestion), d(f.Source)
@@ -193,7 +192,7 @@ func rule(r codelotse.Rule, d func(string) string) codelotse.Rule {
 
 // Index replaces a repository's code index with snap, redacted, and learns
 // its secrets, in tx.
-func (in *Ingester) Index(ctx context.Context, tx pgx.Tx, tid string, repoID int64, snap codeindex.Snapshot, actor postgres.Actor) (postgres.IndexResult, error) {
+func (in *Ingester) Index(ctx context.Context, tx *postgres.Tx, tid string, repoID int64, snap codeindex.Snapshot, actor postgres.Actor) (postgres.IndexResult, error) {
 	var l Learned
 	snap = in.Snapshot(snap, &l)
 	k, err := l.known(ctx, tx, tid)
@@ -203,7 +202,7 @@ func (in *Ingester) Index(ctx context.Context, tx pgx.Tx, tid string, repoID int
 	if k != nil {
 		snap = in.snapshot(snap, knownPass(k))
 	}
-	res, err := postgres.ReplaceIndex(ctx, tx, tid, repoID, snap, actor)
+	res, err := tx.ReplaceIndex(ctx, repoID, snap, actor)
 	if err != nil {
 		return res, err
 	}
@@ -211,7 +210,7 @@ func (in *Ingester) Index(ctx context.Context, tx pgx.Tx, tid string, repoID int
 }
 
 // Import stores a review import, redacted, and learns its secrets, in tx.
-func (in *Ingester) Import(ctx context.Context, tx pgx.Tx, tid string, imp codelotse.ReviewImport, actor postgres.Actor) (postgres.ImportResult, error) {
+func (in *Ingester) Import(ctx context.Context, tx *postgres.Tx, tid string, imp codelotse.ReviewImport, actor postgres.Actor) (postgres.ImportResult, error) {
 	var l Learned
 	imp = in.ReviewImport(imp, &l)
 	k, err := l.known(ctx, tx, tid)
@@ -221,7 +220,7 @@ func (in *Ingester) Import(ctx context.Context, tx pgx.Tx, tid string, imp codel
 	if k != nil {
 		imp = reviewImport(imp, knownPass(k))
 	}
-	res, err := postgres.ImportReview(ctx, tx, tid, imp, actor)
+	res, err := tx.ImportReview(ctx, imp, actor)
 	if err != nil {
 		return res, err
 	}
@@ -230,7 +229,7 @@ func (in *Ingester) Import(ctx context.Context, tx pgx.Tx, tid string, imp codel
 
 // UpsertRule stores a rule, redacted, and learns its secrets, in tx. A key
 // that holds a secret is refused: keys are identifiers that operators type.
-func (in *Ingester) UpsertRule(ctx context.Context, tx pgx.Tx, tid string, repoID *int64, r codelotse.Rule) (int64, error) {
+func (in *Ingester) UpsertRule(ctx context.Context, tx *postgres.Tx, tid string, repoID *int64, r codelotse.Rule) (int64, error) {
 	var l Learned
 	if key := in.Document(r.Key, &l); key != r.Key {
 		return 0, codelotse.Errorf(codelotse.Invalid, "rule key %s looks like a secret; choose another key", key)
@@ -243,31 +242,49 @@ func (in *Ingester) UpsertRule(ctx context.Context, tx pgx.Tx, tid string, repoI
 	if k != nil {
 		r = rule(r, knownPass(k))
 	}
-	id, err := postgres.UpsertRule(ctx, tx, tid, repoID, r)
+	id, err := tx.UpsertRule(ctx, repoID, r)
 	if err != nil {
 		return id, err
 	}
 	return id, l.Record(ctx, tx, tid)
 }
 
-// repoName refuses a repository name that holds a secret (full names are
-// identifiers that other paths look repositories up by, and the schema
-// allows only OWNER/NAME characters, so a placeholder cannot be stored).
-func (in *Ingester) repoName(name string, l *Learned) error {
-	if clean := in.Document(name, l); clean != name {
-		return codelotse.Errorf(codelotse.Invalid, "repository name %s looks like a secret and is not stored", clean)
+// repository prepares what AddRepository and UpsertGitHubRepository store:
+// the default branch and URL as documents, then the bare values of the
+// tenant's known secrets, as every other stored text. A name that holds a
+// secret, by pattern or known, is refused (full names are identifiers that
+// other paths look repositories up by, and the schema allows only
+// OWNER/NAME characters, so a placeholder cannot be stored).
+func (in *Ingester) repository(ctx context.Context, tx *postgres.Tx, tid, name string, texts ...*string) (*Learned, error) {
+	var l Learned
+	clean := in.Document(name, &l)
+	for _, s := range texts {
+		*s = in.Document(*s, &l)
 	}
-	return nil
+	k, err := l.known(ctx, tx, tid)
+	if err != nil {
+		return nil, err
+	}
+	if k != nil {
+		pass := knownPass(k)
+		clean = pass(clean)
+		for _, s := range texts {
+			*s = pass(*s)
+		}
+	}
+	if clean != name {
+		return nil, codelotse.Errorf(codelotse.Invalid, "repository name %s looks like a secret and is not stored", clean)
+	}
+	return &l, nil
 }
 
 // AddRepository registers a repository (its URL redacted), in tx.
-func (in *Ingester) AddRepository(ctx context.Context, tx pgx.Tx, tid string, nr postgres.NewRepository) (codelotse.Repository, error) {
-	var l Learned
-	if err := in.repoName(nr.FullName, &l); err != nil {
+func (in *Ingester) AddRepository(ctx context.Context, tx *postgres.Tx, tid string, nr postgres.NewRepository) (codelotse.Repository, error) {
+	l, err := in.repository(ctx, tx, tid, nr.FullName, &nr.DefaultBranch, &nr.URL)
+	if err != nil {
 		return codelotse.Repository{}, err
 	}
-	nr.DefaultBranch, nr.URL = in.Document(nr.DefaultBranch, &l), in.Document(nr.URL, &l)
-	r, err := postgres.AddRepository(ctx, tx, tid, nr)
+	r, err := tx.AddRepository(ctx, nr)
 	if err != nil {
 		return r, err
 	}
@@ -276,12 +293,12 @@ func (in *Ingester) AddRepository(ctx context.Context, tx pgx.Tx, tid string, nr
 
 // UpsertGitHubRepository stores a repository reported by GitHub (its URL
 // and default branch redacted), in tx.
-func (in *Ingester) UpsertGitHubRepository(ctx context.Context, tx pgx.Tx, tid string, githubID int64, fullName, defaultBranch, url string, private bool) (int64, error) {
-	var l Learned
-	if err := in.repoName(fullName, &l); err != nil {
+func (in *Ingester) UpsertGitHubRepository(ctx context.Context, tx *postgres.Tx, tid string, githubID int64, fullName, defaultBranch, url string, private bool) (int64, error) {
+	l, err := in.repository(ctx, tx, tid, fullName, &defaultBranch, &url)
+	if err != nil {
 		return 0, err
 	}
-	id, err := postgres.UpsertGitHubRepository(ctx, tx, tid, githubID, fullName, in.Document(defaultBranch, &l), in.Document(url, &l), private)
+	id, err := tx.UpsertGitHubRepository(ctx, githubID, fullName, defaultBranch, url, private)
 	if err != nil {
 		return id, err
 	}
@@ -302,7 +319,7 @@ func knownPass(k *secretscan.Known) func(string) string {
 // whole snapshot: the files sanitised and redacted as documents, then the
 // known secrets' bare values; deleted paths the same way, so that they name
 // the paths as they were stored.
-func (in *Ingester) files(ctx context.Context, tx pgx.Tx, tid, commit string, files []codeindex.File, deleted []string, l *Learned) ([]codeindex.File, []string, error) {
+func (in *Ingester) files(ctx context.Context, tx *postgres.Tx, tid, commit string, files []codeindex.File, deleted []string, l *Learned) ([]codeindex.File, []string, error) {
 	snap := in.Snapshot(codeindex.Snapshot{Commit: commit, Files: files}, l)
 	dels := make([]string, len(deleted))
 	for i, p := range deleted {
@@ -325,13 +342,13 @@ func (in *Ingester) files(ctx context.Context, tx pgx.Tx, tid, commit string, fi
 // IndexPull stores a pull request's head as an overlay on the base index
 // (the files it changes, the paths it deletes), redacted, and learns its
 // secrets, in tx.
-func (in *Ingester) IndexPull(ctx context.Context, tx pgx.Tx, tid string, repoID int64, number int, head, base string, files []codeindex.File, deleted []string) (postgres.IndexResult, error) {
+func (in *Ingester) IndexPull(ctx context.Context, tx *postgres.Tx, tid string, repoID int64, number int, head, base string, files []codeindex.File, deleted []string) (postgres.IndexResult, error) {
 	var l Learned
 	files, deleted, err := in.files(ctx, tx, tid, head, files, deleted, &l)
 	if err != nil {
 		return postgres.IndexResult{}, err
 	}
-	res, err := postgres.ReplacePullIndex(ctx, tx, tid, repoID, number, head, base, files, deleted)
+	res, err := tx.ReplacePullIndex(ctx, repoID, number, head, base, files, deleted)
 	if err != nil {
 		return res, err
 	}
@@ -341,13 +358,13 @@ func (in *Ingester) IndexPull(ctx context.Context, tx pgx.Tx, tid string, repoID
 // IndexChanges moves a repository's index to commit by replacing only the
 // changed files and removing the deleted ones, redacted, and learns the
 // secrets of what it stores, in tx.
-func (in *Ingester) IndexChanges(ctx context.Context, tx pgx.Tx, tid string, repoID int64, commit string, changed []codeindex.File, deleted []string, actor postgres.Actor) (postgres.IndexResult, error) {
+func (in *Ingester) IndexChanges(ctx context.Context, tx *postgres.Tx, tid string, repoID int64, commit string, changed []codeindex.File, deleted []string, actor postgres.Actor) (postgres.IndexResult, error) {
 	var l Learned
 	changed, deleted, err := in.files(ctx, tx, tid, commit, changed, deleted, &l)
 	if err != nil {
 		return postgres.IndexResult{}, err
 	}
-	res, err := postgres.UpdateIndex(ctx, tx, tid, repoID, commit, changed, deleted, actor)
+	res, err := tx.UpdateIndex(ctx, repoID, commit, changed, deleted, actor)
 	if err != nil {
 		return res, err
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/secretscan"
@@ -57,8 +55,8 @@ func (in *Ingester) redactPass(ctx context.Context, db *postgres.DB, tid string,
 	for _, t := range postgres.StoredTables {
 		for after := int64(0); ; {
 			n := 0
-			err := db.InTenant(ctx, tid, func(tx pgx.Tx) error {
-				rows, err := postgres.StoredRows(ctx, tx, tid, t, after, redactBatch)
+			err := db.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+				rows, err := tx.StoredRows(ctx, t, after, redactBatch)
 				if err != nil {
 					return err
 				}
@@ -82,7 +80,7 @@ func (in *Ingester) redactPass(ctx context.Context, db *postgres.DB, tid string,
 					if slices.Equal(clean.Texts, row.Texts) && slices.Equal(clean.Globs, row.Globs) {
 						continue
 					}
-					if err := postgres.UpdateStoredRow(ctx, tx, tid, t, clean); err != nil {
+					if err := tx.UpdateStoredRow(ctx, t, clean); err != nil {
 						return err
 					}
 					st.Changed[t.Name]++
@@ -99,8 +97,8 @@ func (in *Ingester) redactPass(ctx context.Context, db *postgres.DB, tid string,
 	}
 	for after := int64(0); ; {
 		n := 0
-		err := db.InTenant(ctx, tid, func(tx pgx.Tx) error {
-			files, err := postgres.StoredFiles(ctx, tx, tid, after, redactBatch)
+		err := db.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+			files, err := tx.StoredFiles(ctx, after, redactBatch)
 			if err != nil {
 				return err
 			}
@@ -126,7 +124,7 @@ func (in *Ingester) redactPass(ctx context.Context, db *postgres.DB, tid string,
 				if nf.Path != f.Path {
 					base := nf.Path
 					for k := 2; ; k++ {
-						taken, err := postgres.StoredPathTaken(ctx, tx, tid, nf)
+						taken, err := tx.StoredPathTaken(ctx, nf)
 						if err != nil {
 							return err
 						}
@@ -136,7 +134,7 @@ func (in *Ingester) redactPass(ctx context.Context, db *postgres.DB, tid string,
 						nf.Path = fmt.Sprintf("%s~%d", base, k)
 					}
 				}
-				if err := postgres.ReplaceStoredFile(ctx, tx, tid, nf); err != nil {
+				if err := tx.ReplaceStoredFile(ctx, nf); err != nil {
 					return err
 				}
 				st.Changed["code_files"]++

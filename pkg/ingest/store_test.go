@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/ingest"
@@ -49,16 +47,8 @@ var storedTables = []string{"code_chunks", "code_files", "findings", "reviews", 
 // of any planted secret.
 func assertNoneStored(t *testing.T, env *pgtest.Env, cases []ingest.Planted) {
 	t.Helper()
-	ctx := context.Background()
 	for _, table := range storedTables {
-		rows, err := env.Admin.Pool.Query(ctx, fmt.Sprintf("SELECT t::text FROM %s t", table))
-		if err != nil {
-			t.Fatal(err)
-		}
-		texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
+		texts := env.AdminStrings(t, fmt.Sprintf("SELECT t::text FROM %s t", table))
 		all := strings.Join(texts, "\n")
 		// Row text escapes newlines and quotes; compare against both.
 		unescaped := strings.NewReplacer(`\n`, "\n", `\"`, `"`, `""`, `"`).Replace(all)
@@ -113,7 +103,7 @@ func TestNothingStoredRaw(t *testing.T) {
 			Path: "secrets/" + bare, Title: "Credential " + p.Name, Body: "Found:\n" + p.Doc + "\nrotate it", Suggestion: "Remove " + p.Secret,
 			Fingerprint: fmt.Sprintf("fp-%d", i)})
 	}
-	err := env.App.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	err := env.App.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		r, err := in.AddRepository(ctx, tx, tid, postgres.NewRepository{FullName: "acme/api", URL: "https://example.test/acme/api?token=" + cases[1].Secret})
 		if err != nil {
 			return err
@@ -141,7 +131,7 @@ func TestNothingStoredRaw(t *testing.T) {
 	// Line numbers stay true: the line after each planted document is
 	// where it was.
 	for _, p := range cases[:3] {
-		f, err := postgres.ReadIndexedFile(ctx, env.App, tid, 1, "secrets/"+p.Name+".txt", 0, 0)
+		f, err := env.App.Tenant(tid).ReadIndexedFile(ctx, 1, "secrets/"+p.Name+".txt", 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +199,7 @@ func TestRedactRewritesRawRows(t *testing.T) {
 	if err := admin.QueryRow(ctx, `SELECT path FROM code_files WHERE tenant_id = $1`, tid).Scan(&path); err != nil {
 		t.Fatal(err)
 	}
-	f, err := postgres.ReadIndexedFile(ctx, env.App, tid, 1, path, 0, 0)
+	f, err := env.App.Tenant(tid).ReadIndexedFile(ctx, 1, path, 0, 0)
 	if err == nil && len(f.Lines) != len(lines) {
 		t.Errorf("%d lines read back, want %d", len(f.Lines), len(lines))
 	}

@@ -16,11 +16,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/codelotse/codelotse/pkg/logfilter"
@@ -115,25 +111,7 @@ func (RefreshAllMembershipsArgs) InsertOpts() river.InsertOpts {
 // Migrate creates or updates River's tables, owned by the owner role: it
 // connects with adminURL and acts as owner for the whole run.
 func Migrate(ctx context.Context, adminURL, ownerRole string) error {
-	cfg, err := pgxpool.ParseConfig(adminURL)
-	if err != nil {
-		return err
-	}
-	cfg.MaxConns = 2
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, "SET ROLE "+pgx.Identifier{ownerRole}.Sanitize())
-		return err
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
-	if err != nil {
-		return err
-	}
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+	if err := postgres.MigrateRiver(ctx, adminURL, ownerRole); err != nil {
 		return fmt.Errorf("river migrations: %w", err)
 	}
 	return nil
@@ -142,12 +120,12 @@ func Migrate(ctx context.Context, adminURL, ownerRole string) error {
 // Client enqueues jobs (the API's webhooks, cltctl) and, when started with
 // workers, works them (apps/worker).
 type Client struct {
-	river *river.Client[pgx.Tx]
+	river *postgres.RiverClient
 }
 
 // NewInsertOnly returns a client that only enqueues.
-func NewInsertOnly(pool *pgxpool.Pool, logger *slog.Logger) (*Client, error) {
-	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: quiet(logger)})
+func NewInsertOnly(db *postgres.DB, logger *slog.Logger) (*Client, error) {
+	rc, err := db.NewRiverClient(&river.Config{Logger: quiet(logger)})
 	if err != nil {
 		return nil, err
 	}
@@ -166,49 +144,39 @@ func (c *Client) Enqueue(ctx context.Context, args river.JobArgs) (inserted bool
 
 // EnqueueTx inserts a job in the caller's transaction, so it exists exactly
 // when the caller's change does (webhook deliveries).
-func (c *Client) EnqueueTx(ctx context.Context, tx pgx.Tx, args river.JobArgs) (bool, error) {
-	res, err := c.river.InsertTx(ctx, tx, args, nil)
-	if err != nil {
-		return false, err
-	}
-	return !res.UniqueSkippedAsDuplicate, nil
+func (c *Client) EnqueueTx(ctx context.Context, tx *postgres.Tx, args river.JobArgs) (bool, error) {
+	return tx.InsertJob(ctx, c.river, args)
 }
 
 // quiet passes only warnings and errors (see pkg/logfilter).
 func quiet(l *slog.Logger) *slog.Logger { return logfilter.AtLeast(l, slog.LevelWarn) }
 
-func riverDriver(db *postgres.DB) *riverpgxv5.Driver { return riverpgxv5.New(db.Pool) }
-
 // EnqueueInstallationSync implements httpserver.Enqueuer.
-func (c *Client) EnqueueInstallationSync(ctx context.Context, tx pgx.Tx, tenantID string) error {
+func (c *Client) EnqueueInstallationSync(ctx context.Context, tx *postgres.Tx, tenantID string) error {
 	_, err := c.EnqueueTx(ctx, tx, SyncInstallationArgs{TenantID: tenantID})
 	return err
 }
 
 // EnqueueRepositorySync implements httpserver.Enqueuer.
-func (c *Client) EnqueueRepositorySync(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) error {
+func (c *Client) EnqueueRepositorySync(ctx context.Context, tx *postgres.Tx, tenantID string, repoID int64) error {
 	_, err := c.EnqueueTx(ctx, tx, SyncRepositoryArgs{TenantID: tenantID, RepositoryID: repoID})
 	return err
 }
 
 // EnqueueIndex implements httpserver.Enqueuer.
-func (c *Client) EnqueueIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) error {
+func (c *Client) EnqueueIndex(ctx context.Context, tx *postgres.Tx, tenantID string, repoID int64) error {
 	_, err := c.EnqueueTx(ctx, tx, IndexRepositoryArgs{TenantID: tenantID, RepositoryID: repoID})
 	return err
 }
 
 // EnqueueMembershipRefresh implements httpserver.Enqueuer.
-func (c *Client) EnqueueMembershipRefresh(ctx context.Context, tx pgx.Tx, tenantID string) error {
+func (c *Client) EnqueueMembershipRefresh(ctx context.Context, tx *postgres.Tx, tenantID string) error {
 	_, err := c.EnqueueTx(ctx, tx, RefreshMembershipsArgs{TenantID: tenantID})
 	return err
 }
 
 // Pending counts a tenant's GitHub jobs that have not finished, and those
 // that failed for good since since (for cltctl github sync --wait).
-func Pending(ctx context.Context, pool *pgxpool.Pool, tenantID string, since time.Time) (pending, failed int, err error) {
-	err = pool.QueryRow(ctx, `SELECT
-			count(*) FILTER (WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled')),
-			count(*) FILTER (WHERE state = 'discarded' AND finalized_at >= $2)
-		FROM river_job WHERE queue = $3 AND args->>'tenant_id' = $1`, tenantID, since, Queue).Scan(&pending, &failed)
-	return pending, failed, err
+func Pending(ctx context.Context, db *postgres.DB, tenantID string, since time.Time) (pending, failed int, err error) {
+	return db.PendingJobs(ctx, Queue, tenantID, since)
 }

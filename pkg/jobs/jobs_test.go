@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/codelotse/codelotse/pkg/ingest"
@@ -27,15 +26,15 @@ func TestOneSyncPerRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	var repoID int64
-	if err := env.App.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
-		r, err := postgres.AddRepository(ctx, tx, tn.ID, postgres.NewRepository{FullName: "acme/api"})
+	if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
+		r, err := tx.AddRepository(ctx, postgres.NewRepository{FullName: "acme/api"})
 		repoID = r.ID
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 
-	c, err := jobs.NewInsertOnly(env.App.Pool, nil)
+	c, err := jobs.NewInsertOnly(env.App, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,15 +98,7 @@ func TestSyncAllEnqueuesBoundTenants(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var tenants []string
-		rows, err := env.Admin.Pool.Query(ctx, `SELECT args->>'tenant_id' FROM river_job WHERE kind = 'github.sync_installation'`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tenants, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
+		tenants := env.AdminStrings(t, `SELECT args->>'tenant_id' FROM river_job WHERE kind = 'github.sync_installation'`)
 		if len(tenants) > 0 {
 			if len(tenants) != 1 || tenants[0] != bound.ID {
 				t.Fatalf("installation syncs enqueued for %v, want only %s", tenants, bound.ID)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
@@ -50,8 +49,8 @@ func (d *Deps) RefreshMemberships(ctx context.Context, tid string) error {
 	if errors.Is(err, githubapp.ErrMissingPermission) {
 		d.Logger.Warn("membership refresh: the installation lacks a permission; memberships are refreshed at sign-in only",
 			"tenant", g.Slug, "err", err)
-		return d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-			return postgres.RecordMembershipRefresh(ctx, tx, tid, postgres.MembershipRefresh{
+		return d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+			return tx.RecordMembershipRefresh(ctx, postgres.MembershipRefresh{
 				State: "missing_permission", Detail: codelotse.ErrorMessage(err), FinishedAt: now()})
 		})
 	}
@@ -67,8 +66,8 @@ func (d *Deps) RefreshMemberships(ctx context.Context, tid string) error {
 			members++
 		}
 	}
-	return d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		if err := postgres.SetTenantGitHubAccount(ctx, tx, tid, m.AccountID); err != nil {
+	return d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		if err := tx.SetTenantGitHubAccount(ctx, m.AccountID); err != nil {
 			return err
 		}
 		// Repositories the installation sync has not stored yet are
@@ -100,11 +99,11 @@ func (d *Deps) RefreshMemberships(ctx context.Context, tid string) error {
 			access[uid] = ga
 		}
 		at := now()
-		refreshed, expired, err := postgres.ApplyGitHubMemberships(ctx, tx, tid, access, at, membershipActor)
+		refreshed, expired, err := tx.ApplyGitHubMemberships(ctx, access, at, membershipActor)
 		if err != nil {
 			return err
 		}
-		return postgres.RecordMembershipRefresh(ctx, tx, tid, postgres.MembershipRefresh{State: "ok", Members: members,
+		return tx.RecordMembershipRefresh(ctx, postgres.MembershipRefresh{State: "ok", Members: members,
 			Repositories: len(m.Repos), UsersRefreshed: refreshed, UsersExpired: expired, FinishedAt: at})
 	})
 }
@@ -119,7 +118,7 @@ func (w *membershipAllWorker) Work(ctx context.Context, job *river.Job[RefreshAl
 	if err != nil {
 		return err
 	}
-	client := river.ClientFromContext[pgx.Tx](ctx)
+	client := postgres.RiverClientFromContext(ctx)
 	for _, tid := range tenants {
 		if _, err := client.Insert(ctx, RefreshMembershipsArgs{TenantID: tid}, nil); err != nil {
 			return err

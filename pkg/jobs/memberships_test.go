@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/githubapp"
 	"github.com/codelotse/codelotse/pkg/githubapp/githubtest"
 	"github.com/codelotse/codelotse/pkg/ingest"
@@ -41,17 +39,17 @@ func TestRefreshMemberships(t *testing.T) {
 		t.Fatal(err)
 	}
 	var octo, hubot string
-	if err := env.App.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
+	if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
 		for _, u := range []struct {
 			id    int64
 			login string
 			out   *string
 		}{{1001, "octocat", &octo}, {1002, "hubot", &hubot}} {
-			usr, err := postgres.UpsertGitHubUser(ctx, tx, tn.ID, u.id, u.login, "", u.login+"@acme.test")
+			usr, err := tx.UpsertGitHubUser(ctx, u.id, u.login, "", u.login+"@acme.test")
 			if err != nil {
 				return err
 			}
-			if err := postgres.RefreshMembership(ctx, tx, tn.ID, usr.ID, "member", "github", time.Now().Add(-25*time.Hour)); err != nil {
+			if err := tx.RefreshMembership(ctx, usr.ID, "member", "github", time.Now().Add(-25*time.Hour)); err != nil {
 				return err
 			}
 			*u.out = usr.ID
@@ -87,9 +85,9 @@ func TestRefreshMemberships(t *testing.T) {
 	}
 	status := func() *postgres.MembershipRefresh {
 		var st *postgres.MembershipRefresh
-		if err := env.App.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
+		if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
 			var err error
-			st, err = postgres.GetMembershipRefresh(ctx, tx, tn.ID)
+			st, err = tx.GetMembershipRefresh(ctx)
 			return err
 		}); err != nil {
 			t.Fatal(err)

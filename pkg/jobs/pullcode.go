@@ -6,8 +6,6 @@ import (
 	"errors"
 	"log/slog"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/githubapp"
@@ -24,9 +22,9 @@ import (
 // once it has one.
 func (d *Deps) indexPullHeads(ctx context.Context, tid string, inst *githubapp.InstallationClient, repo codelotse.Repository, prs []githubapp.PullRequest) error {
 	var heads map[int]postgres.PullCodeHead
-	if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		var err error
-		heads, err = postgres.PullCodeHeads(ctx, tx, tid, repo.ID)
+		heads, err = tx.PullCodeHeads(ctx, repo.ID)
 		return err
 	}); err != nil {
 		return err
@@ -55,7 +53,7 @@ func (d *Deps) indexPullHeads(ctx context.Context, tid string, inst *githubapp.I
 		if err != nil {
 			return err
 		}
-		if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 			_, err := d.Ingest.IndexPull(ctx, tx, tid, repo.ID, pr.Number, pr.HeadSHA, repo.IndexedCommit, files, deleted)
 			return err
 		}); err != nil {
@@ -63,8 +61,8 @@ func (d *Deps) indexPullHeads(ctx context.Context, tid string, inst *githubapp.I
 		}
 		open = append(open, pr.Number)
 	}
-	return d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		_, err := postgres.DropPullIndexes(ctx, tx, tid, repo.ID, open)
+	return d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		_, err := tx.DropPullIndexes(ctx, repo.ID, open)
 		return err
 	})
 }
@@ -142,7 +140,7 @@ func (d *Deps) indexIncrementally(ctx context.Context, tid string, inst *githuba
 	if err != nil {
 		return false, err
 	}
-	return true, d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	return true, d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		_, err := d.Ingest.IndexChanges(ctx, tx, tid, repo.ID, head, files, deleted, worker)
 		return err
 	})

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/codelotse/codelotse/pkg/codeindex"
@@ -65,7 +64,7 @@ func NewWorker(d *Deps, n int) (*Client, error) {
 			func() (river.JobArgs, *river.InsertOpts) { return RefreshAllMembershipsArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "github.refresh_memberships_all"}))
 	}
-	rc, err := river.NewClient(riverDriver(d.DB), &river.Config{
+	rc, err := d.DB.NewRiverClient(&river.Config{
 		Logger:       quiet(d.Logger),
 		Queues:       map[string]river.QueueConfig{Queue: {MaxWorkers: n}},
 		Workers:      workers,
@@ -84,9 +83,9 @@ func (c *Client) Stop(ctx context.Context) error  { return c.river.Stop(ctx) }
 // installation returns the tenant's installation client.
 func (d *Deps) installation(ctx context.Context, tenantID string) (*githubapp.InstallationClient, postgres.TenantGitHub, error) {
 	var g postgres.TenantGitHub
-	err := d.DB.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+	err := d.DB.InTenant(ctx, tenantID, func(tx *postgres.Tx) error {
 		var err error
-		g, err = postgres.GetTenantGitHub(ctx, tx, tenantID)
+		g, err = tx.GetTenantGitHub(ctx)
 		return err
 	})
 	if err != nil {
@@ -139,8 +138,8 @@ func (w *installationWorker) Work(ctx context.Context, job *river.Job[SyncInstal
 	}
 	var ids []int64
 	var keep []int64
-	err = w.d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-		if err := postgres.SetTenantGitHubAccount(ctx, tx, tid, accountID); err != nil {
+	err = w.d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		if err := tx.SetTenantGitHubAccount(ctx, accountID); err != nil {
 			return err
 		}
 		for _, r := range repos {
@@ -158,14 +157,14 @@ func (w *installationWorker) Work(ctx context.Context, job *river.Job[SyncInstal
 			}
 			ids, keep = append(ids, id), append(keep, r.ID)
 		}
-		_, err := postgres.RemoveGitHubRepositoriesExcept(ctx, tx, tid, keep, worker)
+		_, err := tx.RemoveGitHubRepositoriesExcept(ctx, keep, worker)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	// One job per repository: a failing repository fails only its own job.
-	client := river.ClientFromContext[pgx.Tx](ctx)
+	client := postgres.RiverClientFromContext(ctx)
 	for _, id := range ids {
 		if _, err := client.Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: id}, nil); err != nil {
 			return err
@@ -184,7 +183,7 @@ func (w *syncAllWorker) Work(ctx context.Context, job *river.Job[SyncAllArgs]) e
 	if err != nil {
 		return err
 	}
-	client := river.ClientFromContext[pgx.Tx](ctx)
+	client := postgres.RiverClientFromContext(ctx)
 	for _, tid := range tenants {
 		if _, err := client.Insert(ctx, SyncInstallationArgs{TenantID: tid}, nil); err != nil {
 			return err
@@ -223,9 +222,9 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 		return rateLimited(err)
 	}
 	var synced map[int]time.Time
-	if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		var err error
-		synced, err = postgres.PullSyncs(ctx, tx, tid, rid)
+		synced, err = tx.PullSyncs(ctx, rid)
 		return err
 	}); err != nil {
 		return err
@@ -252,7 +251,7 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 			return rateLimited(err)
 		}
 		for _, imp := range reviewImports(repo.FullName, pr, reviews, comments, threads) {
-			if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+			if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 				_, err := d.Ingest.Import(ctx, tx, tid, imp, worker)
 				return err
 			}); err != nil {
@@ -260,8 +259,8 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 			}
 		}
 		if !pr.UpdatedAt.IsZero() {
-			if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
-				return postgres.RecordPullSync(ctx, tx, tid, rid, pr.Number, pr.UpdatedAt)
+			if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+				return tx.RecordPullSync(ctx, rid, pr.Number, pr.UpdatedAt)
 			}); err != nil {
 				return err
 			}
@@ -276,14 +275,14 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 	}
 	if alerts != nil {
 		imp := alertImport(repo.FullName, alerts)
-		if err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+		if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 			_, err := d.Ingest.Import(ctx, tx, tid, imp, worker)
 			return err
 		}); err != nil {
 			return err
 		}
 	}
-	_, err = river.ClientFromContext[pgx.Tx](ctx).Insert(ctx, IndexRepositoryArgs{TenantID: tid, RepositoryID: rid}, nil)
+	_, err = postgres.RiverClientFromContext(ctx).Insert(ctx, IndexRepositoryArgs{TenantID: tid, RepositoryID: rid}, nil)
 	return err
 }
 
@@ -322,7 +321,7 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	}
 	if done {
 		unlock()
-		_, err = river.ClientFromContext[pgx.Tx](ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true}, nil)
+		_, err = postgres.RiverClientFromContext(ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true}, nil)
 		return err
 	}
 	rc, err := inst.Archive(ctx, repo.FullName, head)
@@ -334,7 +333,7 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	if err != nil {
 		return err
 	}
-	if err := w.d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	if err := w.d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		_, err := w.d.Ingest.Index(ctx, tx, tid, rid, snap, worker)
 		return err
 	}); err != nil {
@@ -343,15 +342,15 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	// The base index moved: the pull-request overlays read against the
 	// old one are rebuilt by a repository sync, which needs the lock.
 	unlock()
-	_, err = river.ClientFromContext[pgx.Tx](ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true}, nil)
+	_, err = postgres.RiverClientFromContext(ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true}, nil)
 	return err
 }
 
 func (d *Deps) repository(ctx context.Context, tid string, id int64) (codelotse.Repository, error) {
 	var r codelotse.Repository
-	err := d.DB.InTenant(ctx, tid, func(tx pgx.Tx) error {
+	err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		var err error
-		r, err = postgres.RepositoryByID(ctx, tx, tid, id)
+		r, err = tx.RepositoryByID(ctx, id)
 		return err
 	})
 	if codelotse.ErrorCode(err) == codelotse.NotFound {
@@ -367,27 +366,16 @@ func (d *Deps) LockRepository(ctx context.Context, tid string, id int64) (func()
 	h := fnv.New64a()
 	fmt.Fprintf(h, "codelotse-repo:%s:%d", tid, id)
 	key := int64(h.Sum64())
-	conn, err := d.DB.Pool.Acquire(ctx)
+	unlock, ok, err := d.DB.TryAdvisoryLock(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
-		conn.Release()
-		return nil, err
-	}
 	if !ok {
-		conn.Release()
 		return nil, river.JobSnooze(15 * time.Second)
 	}
 	var once sync.Once
-	return func() {
-		// Idempotent: a job may release early and defer the release too.
-		once.Do(func() {
-			_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", key)
-			conn.Release()
-		})
-	}, nil
+	// Idempotent: a job may release early and defer the release too.
+	return func() { once.Do(unlock) }, nil
 }
 
 // reviewThreads reads the pull request's review threads from GraphQL,

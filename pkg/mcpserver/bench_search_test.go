@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -222,13 +220,13 @@ func buildSearchFixture(b *testing.B, tree string) *searchBenchFixture {
 	}
 	var ids []int64
 	for i := 0; i < 5; i++ {
-		err := env.App.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
-			r, err := postgres.AddRepository(ctx, tx, tn.ID, postgres.NewRepository{FullName: fmt.Sprintf("bench/go%d", i)})
+		err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
+			r, err := tx.AddRepository(ctx, postgres.NewRepository{FullName: fmt.Sprintf("bench/go%d", i)})
 			if err != nil {
 				return err
 			}
 			ids = append(ids, r.ID)
-			_, err = postgres.ReplaceIndex(ctx, tx, tn.ID, r.ID, snap, postgres.Actor{Label: "bench"})
+			_, err = tx.ReplaceIndex(ctx, r.ID, snap, postgres.Actor{Label: "bench"})
 			return err
 		})
 		if err != nil {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
@@ -40,14 +39,14 @@ func newEdgeFixture(t *testing.T, findings int) *edgeFixture {
 		t.Fatal(err)
 	}
 	fx := &edgeFixture{tenant: tn.ID}
-	err = env.Admin.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
-		u, err := postgres.UpsertLocalUser(ctx, tx, tn.ID, "dev@acme.test", "", codelotse.RoleAdmin, time.Now())
+	err = env.Admin.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
+		u, err := tx.UpsertLocalUser(ctx, "dev@acme.test", "", codelotse.RoleAdmin, time.Now())
 		if err != nil {
 			return err
 		}
 		fx.user = u.ID
 		for i := range 3 {
-			r, err := postgres.AddRepository(ctx, tx, tn.ID, postgres.NewRepository{FullName: fmt.Sprintf("acme/r%d", i)})
+			r, err := tx.AddRepository(ctx, postgres.NewRepository{FullName: fmt.Sprintf("acme/r%d", i)})
 			if err != nil {
 				return err
 			}
@@ -62,7 +61,7 @@ func newEdgeFixture(t *testing.T, findings int) *edgeFixture {
 			imp.Findings = append(imp.Findings, codelotse.Finding{RuleKey: "go.err", Severity: codelotse.SeverityHigh, Status: codelotse.StatusOpen,
 				Path: "main.go", Title: fmt.Sprintf("Finding %d", i), Body: "b", Fingerprint: fmt.Sprintf("fp%d", i)})
 		}
-		_, err = postgres.ImportReview(ctx, tx, tn.ID, imp, postgres.Actor{Label: "test"})
+		_, err = tx.ImportReview(ctx, imp, postgres.Actor{Label: "test"})
 		return err
 	})
 	if err != nil {
@@ -227,9 +226,9 @@ func TestFixPromptWithHundredsOfRules(t *testing.T) {
 	fx := newEdgeFixture(t, 5)
 	ctx := context.Background()
 	env := fx.deps.DB
-	err := env.InTenant(ctx, fx.tenant, func(tx pgx.Tx) error {
+	err := env.InTenant(ctx, fx.tenant, func(tx *postgres.Tx) error {
 		for i := range 300 {
-			_, err := postgres.UpsertRule(ctx, tx, fx.tenant, &fx.repo0, codelotse.Rule{Key: fmt.Sprintf("r%03d", i), Title: fmt.Sprintf("Rule %d", i),
+			_, err := tx.UpsertRule(ctx, &fx.repo0, codelotse.Rule{Key: fmt.Sprintf("r%03d", i), Title: fmt.Sprintf("Rule %d", i),
 				Severity: codelotse.SeverityHigh, PathGlobs: []string{"*.go"}, Instructions: strings.Repeat("Check every error path carefully. ", 20)})
 			if err != nil {
 				return err

@@ -27,7 +27,7 @@ func (s *session) requiredRepo(ctx context.Context, raw repoRef) (codelotse.Repo
 	if !given {
 		return codelotse.Repository{}, codelotse.Errorf(codelotse.Invalid, `Missing required argument "repository".`)
 	}
-	return postgres.ResolveRepository(ctx, s.deps.DB, s.principal.TenantID, s.filter(), ref)
+	return s.deps.DB.Tenant(s.principal.TenantID).ResolveRepository(ctx, s.filter(), ref)
 }
 
 // argsHash ties a cursor to the arguments it was made for.

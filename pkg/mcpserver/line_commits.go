@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
-	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
 // lineCommits says which commits the line numbers of findings refer to,
@@ -23,7 +22,7 @@ func (s *session) lineCommits(ctx context.Context, r codelotse.Repository, numbe
 	if len(commits) == 0 && reviewCommit != "" {
 		commits = append(commits, reviewCommit)
 	}
-	h, ok, err := postgres.PullHead(ctx, s.deps.DB, s.principal.TenantID, r.ID, number)
+	h, ok, err := s.deps.DB.Tenant(s.principal.TenantID).PullHead(ctx, r.ID, number)
 	if err != nil {
 		return nil, err
 	}

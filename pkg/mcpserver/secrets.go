@@ -40,7 +40,7 @@ func (k *KnownSecrets) For(ctx context.Context, tenantID string) (*secretscan.Kn
 	if ok && time.Since(e.at) < knownTTL {
 		return e.set, nil
 	}
-	fps, err := postgres.SecretFingerprints(ctx, k.DB, tenantID)
+	fps, err := k.DB.Tenant(tenantID).SecretFingerprints(ctx)
 	if err != nil {
 		return nil, err
 	}

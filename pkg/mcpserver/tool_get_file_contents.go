@@ -45,7 +45,7 @@ func runGetFileContents(ctx context.Context, s *session, in getFileContentsArgs)
 	if to == 0 || to-from+1 > maxFileWindow {
 		to = from + maxFileWindow - 1
 	}
-	r, err := postgres.ResolveRepository(ctx, s.deps.DB, s.principal.TenantID, s.filter(), ref)
+	r, err := s.deps.DB.Tenant(s.principal.TenantID).ResolveRepository(ctx, s.filter(), ref)
 	if err != nil {
 		return shape.Doc{}, err
 	}
@@ -54,19 +54,19 @@ func runGetFileContents(ctx context.Context, s *session, in getFileContentsArgs)
 	}
 	var f postgres.IndexedFile
 	if in.PullRequest != nil {
-		h, ok, err := postgres.PullHead(ctx, s.deps.DB, s.principal.TenantID, r.ID, *in.PullRequest)
+		h, ok, err := s.deps.DB.Tenant(s.principal.TenantID).PullHead(ctx, r.ID, *in.PullRequest)
 		if err != nil {
 			return shape.Doc{}, err
 		}
 		if !ok {
 			return shape.Doc{}, codelotse.Errorf(codelotse.NotFound, "Pull request #%d of %s has no index of its head: it is not open, or not indexed yet. Omit pull_request to read %s's indexed commit.", *in.PullRequest, r.FullName, r.FullName)
 		}
-		f, err = postgres.ReadPullFile(ctx, s.deps.DB, s.principal.TenantID, r.ID, h, trimPath(in.Path), from, to)
+		f, err = s.deps.DB.Tenant(s.principal.TenantID).ReadPullFile(ctx, r.ID, h, trimPath(in.Path), from, to)
 		if err != nil {
 			return shape.Doc{}, err
 		}
 	} else {
-		f, err = postgres.ReadIndexedFile(ctx, s.deps.DB, s.principal.TenantID, r.ID, trimPath(in.Path), from, to)
+		f, err = s.deps.DB.Tenant(s.principal.TenantID).ReadIndexedFile(ctx, r.ID, trimPath(in.Path), from, to)
 		if err != nil {
 			return shape.Doc{}, err
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
-	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/shape"
 )
 
@@ -38,7 +37,7 @@ func runGetFixPrompt(ctx context.Context, s *session, in getFixPromptArgs) (shap
 	if err != nil {
 		return shape.Doc{}, err
 	}
-	pr, findings, err := postgres.FindingsOfPR(ctx, s.deps.DB, s.principal.TenantID, r.ID, *in.Number, in.FindingIDs)
+	pr, findings, err := s.deps.DB.Tenant(s.principal.TenantID).FindingsOfPR(ctx, r.ID, *in.Number, in.FindingIDs)
 	if err != nil {
 		return shape.Doc{}, err
 	}
@@ -56,7 +55,7 @@ func runGetFixPrompt(ctx context.Context, s *session, in getFixPromptArgs) (shap
 	if len(findings) == 0 {
 		return shape.Doc{}, codelotse.Errorf(codelotse.NotFound, "Pull request #%d has no open findings in its latest review; nothing to fix.", *in.Number)
 	}
-	rules, err := postgres.RulesInForce(ctx, s.deps.DB, s.principal.TenantID, &r.ID)
+	rules, err := s.deps.DB.Tenant(s.principal.TenantID).RulesInForce(ctx, &r.ID)
 	if err != nil {
 		return shape.Doc{}, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/shape"
 )
 
@@ -24,7 +23,7 @@ func runGetPullRequestReview(ctx context.Context, s *session, in getPullRequestR
 	if err != nil {
 		return shape.Doc{}, err
 	}
-	d, err := postgres.GetReview(ctx, s.deps.DB, s.principal.TenantID, r.ID, *in.Number, in.ReviewID)
+	d, err := s.deps.DB.Tenant(s.principal.TenantID).GetReview(ctx, r.ID, *in.Number, in.ReviewID)
 	if err != nil {
 		return shape.Doc{}, err
 	}

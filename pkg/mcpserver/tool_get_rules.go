@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
-	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/shape"
 )
 
@@ -34,14 +33,14 @@ func runGetRules(ctx context.Context, s *session, in getRulesArgs) (shape.Doc, e
 	var repoID *int64
 	var repoHead any
 	if given {
-		r, err := postgres.ResolveRepository(ctx, s.deps.DB, s.principal.TenantID, s.filter(), ref)
+		r, err := s.deps.DB.Tenant(s.principal.TenantID).ResolveRepository(ctx, s.filter(), ref)
 		if err != nil {
 			return shape.Doc{}, err
 		}
 		repoID = &r.ID
 		repoHead = map[string]any{"id": r.ID, "full_name": r.FullName}
 	}
-	rules, err := postgres.RulesInForce(ctx, s.deps.DB, s.principal.TenantID, repoID)
+	rules, err := s.deps.DB.Tenant(s.principal.TenantID).RulesInForce(ctx, repoID)
 	if err != nil {
 		return shape.Doc{}, err
 	}

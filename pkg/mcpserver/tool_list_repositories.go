@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
-	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/shape"
 )
 
@@ -48,7 +47,7 @@ func runListRepositories(ctx context.Context, s *session, in listRepositoriesArg
 			return shape.Doc{}, err
 		}
 	}
-	repos, err := postgres.ListRepositories(ctx, s.deps.DB, s.principal.TenantID, s.filter(), in.Query, pos.ID, limit+1)
+	repos, err := s.deps.DB.Tenant(s.principal.TenantID).ListRepositories(ctx, s.filter(), in.Query, pos.ID, limit+1)
 	if err != nil {
 		return shape.Doc{}, err
 	}

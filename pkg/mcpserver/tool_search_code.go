@@ -92,7 +92,7 @@ func runSearchCode(ctx context.Context, s *session, in searchCodeArgs) (shape.Do
 	var repoIDs []int64
 	var pull *postgres.PullCodeHead
 	if given {
-		r, err := postgres.ResolveRepository(ctx, s.deps.DB, s.principal.TenantID, s.filter(), ref)
+		r, err := s.deps.DB.Tenant(s.principal.TenantID).ResolveRepository(ctx, s.filter(), ref)
 		if err != nil {
 			return shape.Doc{}, err
 		}
@@ -101,7 +101,7 @@ func runSearchCode(ctx context.Context, s *session, in searchCodeArgs) (shape.Do
 		}
 		repoIDs = []int64{r.ID}
 		if in.PullRequest != nil {
-			h, ok, err := postgres.PullHead(ctx, s.deps.DB, s.principal.TenantID, r.ID, *in.PullRequest)
+			h, ok, err := s.deps.DB.Tenant(s.principal.TenantID).PullHead(ctx, r.ID, *in.PullRequest)
 			if err != nil {
 				return shape.Doc{}, err
 			}
@@ -111,7 +111,7 @@ func runSearchCode(ctx context.Context, s *session, in searchCodeArgs) (shape.Do
 			pull = &h
 		}
 	} else {
-		repoIDs, err = postgres.IndexedRepositoryIDs(ctx, s.deps.DB, s.principal.TenantID, s.filter())
+		repoIDs, err = s.deps.DB.Tenant(s.principal.TenantID).IndexedRepositoryIDs(ctx, s.filter())
 		if err != nil {
 			return shape.Doc{}, err
 		}
@@ -151,9 +151,9 @@ func runSearchCode(ctx context.Context, s *session, in searchCodeArgs) (shape.Do
 		}
 		var cands []postgres.Candidate
 		if pull != nil {
-			cands, err = postgres.SearchPullCandidates(ctx, s.deps.DB, s.principal.TenantID, repoIDs[0], pull.Number, phase, plan.LikePatterns(), pf.Prefix, after, searchBatch)
+			cands, err = s.deps.DB.Tenant(s.principal.TenantID).SearchPullCandidates(ctx, repoIDs[0], pull.Number, phase, plan.LikePatterns(), pf.Prefix, after, searchBatch)
 		} else {
-			cands, err = postgres.SearchCandidates(ctx, s.deps.DB, s.principal.TenantID, repoIDs, plan.LikePatterns(), pf.Prefix, after, searchBatch)
+			cands, err = s.deps.DB.Tenant(s.principal.TenantID).SearchCandidates(ctx, repoIDs, plan.LikePatterns(), pf.Prefix, after, searchBatch)
 		}
 		if err != nil {
 			return shape.Doc{}, err

@@ -57,7 +57,7 @@ func runSearchFindings(ctx context.Context, s *session, in searchFindingsArgs) (
 		f.PRNumber = in.PullRequest
 	}
 	if given {
-		r, err := postgres.ResolveRepository(ctx, s.deps.DB, s.principal.TenantID, s.filter(), ref)
+		r, err := s.deps.DB.Tenant(s.principal.TenantID).ResolveRepository(ctx, s.filter(), ref)
 		if err != nil {
 			return shape.Doc{}, err
 		}
@@ -71,7 +71,7 @@ func runSearchFindings(ctx context.Context, s *session, in searchFindingsArgs) (
 		}
 		f.AfterID = pos.ID
 	}
-	found, err := postgres.SearchFindings(ctx, s.deps.DB, s.principal.TenantID, f)
+	found, err := s.deps.DB.Tenant(s.principal.TenantID).SearchFindings(ctx, f)
 	if err != nil {
 		return shape.Doc{}, err
 	}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -27,18 +25,18 @@ func newToolFixture(t *testing.T) *toolFixture {
 	t.Helper()
 	fx := newEdgeFixture(t, 3)
 	ctx := context.Background()
-	err := fx.deps.DB.InTenant(ctx, fx.tenant, func(tx pgx.Tx) error {
-		if _, err := postgres.UpsertRule(ctx, tx, fx.tenant, nil, codelotse.Rule{Key: "style", Title: "House style", Severity: codelotse.SeverityLow, Instructions: "Keep it tidy."}); err != nil {
+	err := fx.deps.DB.InTenant(ctx, fx.tenant, func(tx *postgres.Tx) error {
+		if _, err := tx.UpsertRule(ctx, nil, codelotse.Rule{Key: "style", Title: "House style", Severity: codelotse.SeverityLow, Instructions: "Keep it tidy."}); err != nil {
 			return err
 		}
-		if _, err := postgres.UpsertRule(ctx, tx, fx.tenant, &fx.repo0, codelotse.Rule{Key: "go.err", Title: "Check errors", Severity: codelotse.SeverityHigh, Instructions: "Handle every error."}); err != nil {
+		if _, err := tx.UpsertRule(ctx, &fx.repo0, codelotse.Rule{Key: "go.err", Title: "Check errors", Severity: codelotse.SeverityHigh, Instructions: "Handle every error."}); err != nil {
 			return err
 		}
 		lines := []string{"package main", "", "// NeedleHandler serves the needle.", "func NeedleHandler() {}", ""}
 		snap := codeindex.Snapshot{Commit: strings.Repeat("c", 40), Files: []codeindex.File{
 			{Path: "main.go", Size: int64(len(strings.Join(lines, "\n"))), BlobSHA: strings.Repeat("b", 40), Language: "go", Lines: lines},
 		}}
-		_, err := postgres.ReplaceIndex(ctx, tx, fx.tenant, fx.repo0, snap, postgres.Actor{Label: "test"})
+		_, err := tx.ReplaceIndex(ctx, fx.repo0, snap, postgres.Actor{Label: "test"})
 		return err
 	})
 	if err != nil {

@@ -16,7 +16,8 @@ type Actor struct {
 
 // insertAudit appends an audit event inside the caller's transaction, so the
 // event exists exactly when the change does.
-func insertAudit(ctx context.Context, tx pgx.Tx, tenantID string, actor Actor, action, target string, details map[string]any) error {
+func (tx *Tx) insertAudit(ctx context.Context, actor Actor, action, target string, details map[string]any) error {
+	tenantID := tx.tenantID
 	var uid *string
 	if actor.UserID != "" {
 		uid = &actor.UserID
@@ -28,7 +29,7 @@ func insertAudit(ctx context.Context, tx pgx.Tx, tenantID string, actor Actor, a
 	if details == nil {
 		details = map[string]any{}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO audit_events (tenant_id, actor_user_id, actor, action, target, details)
+	_, err := tx.q.Exec(ctx, `INSERT INTO audit_events (tenant_id, actor_user_id, actor, action, target, details)
 		VALUES ($1, $2, $3, $4, $5, $6)`, tenantID, uid, label, action, target, details)
 	return err
 }
@@ -44,8 +45,10 @@ type AuditEvent struct {
 }
 
 // ListAudit returns the newest events of a tenant first.
-func ListAudit(ctx context.Context, tx pgx.Tx, tenantID string, limit int) ([]AuditEvent, error) {
-	rows, err := tx.Query(ctx, `SELECT id, actor, action, target, details, created_at FROM audit_events
+func (tx *Tx) ListAudit(ctx context.Context, limit int) (_ []AuditEvent, err error) {
+	defer wrap(&err, "postgres.ListAudit")
+	tenantID := tx.tenantID
+	rows, err := tx.q.Query(ctx, `SELECT id, actor, action, target, details, created_at FROM audit_events
 		WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, tenantID, limit)
 	if err != nil {
 		return nil, err
@@ -58,6 +61,7 @@ func ListAudit(ctx context.Context, tx pgx.Tx, tenantID string, limit int) ([]Au
 }
 
 // AuditBreakGlassIssued records that an operator issued a break-glass link.
-func AuditBreakGlassIssued(ctx context.Context, tx pgx.Tx, tenantID, email string, actor Actor) error {
-	return insertAudit(ctx, tx, tenantID, actor, "break_glass.issued", email, nil)
+func (tx *Tx) AuditBreakGlassIssued(ctx context.Context, email string, actor Actor) (err error) {
+	defer wrap(&err, "postgres.AuditBreakGlassIssued")
+	return tx.insertAudit(ctx, actor, "break_glass.issued", email, nil)
 }

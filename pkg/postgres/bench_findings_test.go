@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
@@ -65,7 +63,7 @@ func BenchmarkSearchFindingsBigTenant(b *testing.B) {
 				run := func() {
 					var err error
 					if impl == "now" {
-						_, err = postgres.SearchFindings(ctx, env.App, s.TenantID, tc.f)
+						_, err = env.App.Tenant(s.TenantID).SearchFindings(ctx, tc.f)
 					} else {
 						err = searchFindingsBefore(ctx, env.App, s.TenantID, tc.f)
 					}
@@ -97,8 +95,8 @@ func searchFindingsBefore(ctx context.Context, db *postgres.DB, tenantID string,
 	if f.MinSeverity != "" {
 		minRank = f.MinSeverity.Rank()
 	}
-	return db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT f.id, f.title, f.body
+	return db.InTenant(ctx, tenantID, func(tx *postgres.Tx) error {
+		rows, err := postgres.Raw(tx).Query(ctx, `SELECT f.id, f.title, f.body
 			FROM findings f
 			JOIN repositories r ON r.tenant_id = f.tenant_id AND r.id = f.repository_id
 			LEFT JOIN pull_requests p ON p.tenant_id = f.tenant_id AND p.id = f.pull_request_id

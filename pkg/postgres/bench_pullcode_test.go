@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
@@ -73,8 +71,8 @@ func BenchmarkPullHeads(b *testing.B) {
 		b.Fatal(err)
 	}
 	var repoID int64
-	if err := env.App.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
-		r, err := postgres.AddRepository(ctx, tx, tn.ID, postgres.NewRepository{FullName: "golang/go"})
+	if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
+		r, err := tx.AddRepository(ctx, postgres.NewRepository{FullName: "golang/go"})
 		repoID = r.ID
 		return err
 	}); err != nil {
@@ -99,8 +97,8 @@ func BenchmarkPullHeads(b *testing.B) {
 	}
 	b.Run("full-copy", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if err := env.App.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
-				_, err := postgres.ReplaceIndex(ctx, tx, tn.ID, repoID, snap, postgres.Actor{Label: "bench"})
+			if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
+				_, err := tx.ReplaceIndex(ctx, repoID, snap, postgres.Actor{Label: "bench"})
 				return err
 			}); err != nil {
 				b.Fatal(err)
@@ -120,8 +118,8 @@ func BenchmarkPullHeads(b *testing.B) {
 					f.Lines = lines
 					files = append(files, f)
 				}
-				if err := env.App.InTenant(ctx, tn.ID, func(tx pgx.Tx) error {
-					_, err := postgres.ReplacePullIndex(ctx, tx, tn.ID, repoID, pr, fmt.Sprintf("%040x", pr), snap.Commit, files, nil)
+				if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
+					_, err := tx.ReplacePullIndex(ctx, repoID, pr, fmt.Sprintf("%040x", pr), snap.Commit, files, nil)
 					return err
 				}); err != nil {
 					b.Fatal(err)

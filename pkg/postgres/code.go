@@ -23,25 +23,28 @@ type IndexResult struct {
 // ReplaceIndex stores a repository's snapshot as its code index, replacing
 // the previous one in the caller's transaction: readers see the old index
 // until the transaction commits and the new one after, never a mix.
-func ReplaceIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64, snap codeindex.Snapshot, actor Actor) (IndexResult, error) {
+func (tx *Tx) ReplaceIndex(ctx context.Context, repoID int64, snap codeindex.Snapshot, actor Actor) (_ IndexResult, err error) {
+	defer wrap(&err, "postgres.ReplaceIndex")
+	tenantID := tx.tenantID
 	res := IndexResult{Commit: snap.Commit}
-	if _, err := tx.Exec(ctx, `DELETE FROM code_files WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID); err != nil {
+	if _, err := tx.q.Exec(ctx, `DELETE FROM code_files WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID); err != nil {
 		return res, err
 	}
-	if err := insertFiles(ctx, tx, tenantID, repoID, snap.Commit, snap.Files, &res); err != nil {
+	if err := tx.insertFiles(ctx, repoID, snap.Commit, snap.Files, &res); err != nil {
 		return res, err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now() WHERE tenant_id = $1 AND id = $2`,
+	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now() WHERE tenant_id = $1 AND id = $2`,
 		tenantID, repoID, snap.Commit); err != nil {
 		return res, err
 	}
-	return res, insertAudit(ctx, tx, tenantID, actor, "repository.indexed", snap.Commit,
+	return res, tx.insertAudit(ctx, actor, "repository.indexed", snap.Commit,
 		map[string]any{"repository_id": repoID, "files": res.Files, "chunks": res.Chunks, "skipped": len(res.Skipped)})
 }
 
 // insertFiles stores files (with their chunks) at commit, counting them in
 // res.
-func insertFiles(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64, commit string, files []codeindex.File, res *IndexResult) error {
+func (tx *Tx) insertFiles(ctx context.Context, repoID int64, commit string, files []codeindex.File, res *IndexResult) error {
+	tenantID := tx.tenantID
 	n := len(files)
 	paths, langs, blobs, skips := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
 	sizes := make([]int64, n)
@@ -54,7 +57,7 @@ func insertFiles(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64, 
 			res.Skipped = append(res.Skipped, f)
 		}
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO code_files (tenant_id, repository_id, commit_sha, path, language, size, blob_sha, line_count, skip_reason)
+	rows, err := tx.q.Query(ctx, `INSERT INTO code_files (tenant_id, repository_id, commit_sha, path, language, size, blob_sha, line_count, skip_reason)
 		SELECT $1, $2, $3, u.path, u.lang, u.size, u.blob, u.lines, u.skip
 		FROM unnest($4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[]) AS u(path, lang, size, blob, lines, skip)
 		RETURNING id, path`, tenantID, repoID, commit, paths, langs, sizes, blobs, counts, skips)
@@ -87,7 +90,7 @@ func insertFiles(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64, 
 		if len(fileIDs) == 0 {
 			return nil
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
+		tag, err := tx.q.Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
 			SELECT $1, $2, u.file_id, u.start_line, u.end_line, u.content
 			FROM unnest($3::bigint[], $4::int[], $5::int[], $6::text[]) WITH ORDINALITY AS u(file_id, start_line, end_line, content, n)
 			ORDER BY u.n`, tenantID, repoID, fileIDs, starts, ends, contents)
@@ -143,12 +146,14 @@ var ErrSearchTimeout = codelotse.Errorf(codelotse.Invalid, "The search took long
 
 // SearchCandidates runs search_code_candidates for the tenant: chunks of
 // repoIDs containing all patterns, under pathPrefix, after chunk afterID.
-func SearchCandidates(ctx context.Context, db *DB, tenantID string, repoIDs []int64, patterns []string, pathPrefix string, afterID int64, limit int) ([]Candidate, error) {
+func (t TenantDB) SearchCandidates(ctx context.Context, repoIDs []int64, patterns []string, pathPrefix string, afterID int64, limit int) (_ []Candidate, err error) {
+	defer wrap(&err, "postgres.SearchCandidates")
+	db, tenantID := t.db, t.tenantID
 	if patterns == nil {
 		patterns = []string{}
 	}
 	var out []Candidate
-	err := db.ReadTenantTimeout(ctx, tenantID, SearchTimeout, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content
+	err = db.readTenant(ctx, tenantID, SearchTimeout, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content
 		FROM search_code_candidates($1, $2, $3, $4, $5)`, []any{repoIDs, patterns, pathPrefix, afterID, limit},
 		func(rows pgx.Rows) error {
 			var err error
@@ -181,12 +186,14 @@ type IndexedFile struct {
 
 // ReadIndexedFile reads lines [from, to] (1-based, inclusive; to 0 = end)
 // of a file at the repository's indexed commit.
-func ReadIndexedFile(ctx context.Context, db *DB, tenantID string, repoID int64, path string, from, to int) (IndexedFile, error) {
+func (t TenantDB) ReadIndexedFile(ctx context.Context, repoID int64, path string, from, to int) (_ IndexedFile, err error) {
+	defer wrap(&err, "postgres.ReadIndexedFile")
+	db, tenantID := t.db, t.tenantID
 	var f IndexedFile
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
 		var fileID int64
 		var skip *string
-		err := tx.QueryRow(ctx, `SELECT f.id, f.commit_sha, f.path, f.language, f.size, f.line_count, f.skip_reason
+		err := tx.q.QueryRow(ctx, `SELECT f.id, f.commit_sha, f.path, f.language, f.size, f.line_count, f.skip_reason
 			FROM code_files f JOIN repositories r ON r.tenant_id = f.tenant_id AND r.id = f.repository_id AND r.indexed_commit = f.commit_sha
 			WHERE f.tenant_id = $1 AND f.repository_id = $2 AND f.path = $3`, tenantID, repoID, path).
 			Scan(&fileID, &f.Commit, &f.Path, &f.Language, &f.Size, &f.LineCount, &skip)
@@ -211,7 +218,7 @@ func ReadIndexedFile(ctx context.Context, db *DB, tenantID string, repoID int64,
 			f.FirstLine = from
 			return nil
 		}
-		rows, err := tx.Query(ctx, `SELECT start_line, content FROM code_chunks
+		rows, err := tx.q.Query(ctx, `SELECT start_line, content FROM code_chunks
 			WHERE tenant_id = $1 AND file_id = $2 AND end_line >= $3 AND start_line <= $4 ORDER BY start_line`,
 			tenantID, fileID, from, to)
 		if err != nil {
@@ -243,36 +250,33 @@ func ReadIndexedFile(ctx context.Context, db *DB, tenantID string, repoID int64,
 	return f, err
 }
 
-// isQueryCanceled reports a statement cancelled by statement_timeout.
-func isQueryCanceled(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "57014") || strings.Contains(err.Error(), "canceling statement due to statement timeout"))
-}
-
 // UpdateIndex moves a repository's code index to commit by touching only
 // what changed: the files in changed are replaced (with their chunks), the
 // paths in deleted removed, and every other file is relabelled with the
 // new commit without rewriting its chunks. The caller knows the index was
 // at an ancestor of commit (a fast-forward of the default branch) and
 // stores through pkg/ingest.
-func UpdateIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64, commit string, changed []codeindex.File, deleted []string, actor Actor) (IndexResult, error) {
+func (tx *Tx) UpdateIndex(ctx context.Context, repoID int64, commit string, changed []codeindex.File, deleted []string, actor Actor) (_ IndexResult, err error) {
+	defer wrap(&err, "postgres.UpdateIndex")
+	tenantID := tx.tenantID
 	res := IndexResult{Commit: commit}
 	gone := append([]string{}, deleted...)
 	for _, f := range changed {
 		gone = append(gone, f.Path)
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM code_files WHERE tenant_id = $1 AND repository_id = $2 AND path = ANY($3)`, tenantID, repoID, gone); err != nil {
+	if _, err := tx.q.Exec(ctx, `DELETE FROM code_files WHERE tenant_id = $1 AND repository_id = $2 AND path = ANY($3)`, tenantID, repoID, gone); err != nil {
 		return res, err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE code_files SET commit_sha = $3 WHERE tenant_id = $1 AND repository_id = $2 AND commit_sha <> $3`, tenantID, repoID, commit); err != nil {
+	if _, err := tx.q.Exec(ctx, `UPDATE code_files SET commit_sha = $3 WHERE tenant_id = $1 AND repository_id = $2 AND commit_sha <> $3`, tenantID, repoID, commit); err != nil {
 		return res, err
 	}
-	if err := insertFiles(ctx, tx, tenantID, repoID, commit, changed, &res); err != nil {
+	if err := tx.insertFiles(ctx, repoID, commit, changed, &res); err != nil {
 		return res, err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now() WHERE tenant_id = $1 AND id = $2`,
+	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now() WHERE tenant_id = $1 AND id = $2`,
 		tenantID, repoID, commit); err != nil {
 		return res, err
 	}
-	return res, insertAudit(ctx, tx, tenantID, actor, "repository.indexed", commit,
+	return res, tx.insertAudit(ctx, actor, "repository.indexed", commit,
 		map[string]any{"repository_id": repoID, "changed": len(changed), "deleted": len(deleted), "chunks": res.Chunks, "incremental": true})
 }

@@ -24,20 +24,20 @@ func seedCode(t testing.TB, env *pgtest.Env, slug string, repos, files int) (ten
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = env.Admin.InTenant(ctx, tenant, func(tx pgx.Tx) error {
+	err = env.Admin.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
 		for r := 0; r < repos; r++ {
 			var id int64
-			if err := tx.QueryRow(ctx, `INSERT INTO repositories (tenant_id, full_name, indexed_commit, indexed_at) VALUES ($1, $2, 'c0ffee', now()) RETURNING id`,
+			if err := postgres.Raw(tx).QueryRow(ctx, `INSERT INTO repositories (tenant_id, full_name, indexed_commit, indexed_at) VALUES ($1, $2, 'c0ffee', now()) RETURNING id`,
 				tenant, fmt.Sprintf("org/%s-%02d", slug, r)).Scan(&id); err != nil {
 				return err
 			}
 			repoIDs = append(repoIDs, id)
-			if _, err := tx.Exec(ctx, `INSERT INTO code_files (tenant_id, repository_id, commit_sha, path, language, size, blob_sha, line_count)
+			if _, err := postgres.Raw(tx).Exec(ctx, `INSERT INTO code_files (tenant_id, repository_id, commit_sha, path, language, size, blob_sha, line_count)
 				SELECT $1, $2, 'c0ffee', CASE WHEN j % 10 = 9 THEN format('doc/file%s.go', j) ELSE format('src/dir%s/file%s.go', j % 10, j) END, 'Go', 100, md5(j::text), 90
 				FROM generate_series(0, $3 - 1) j ORDER BY 4`, tenant, id, files); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
+			if _, err := postgres.Raw(tx).Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
 				SELECT $1, $2, f.id, k * 40 + 1, k * 40 + 50,
 				       concat_ws(E'\n', 'package x', 'func f() {',
 				           CASE WHEN abs(hashint4(f.id::int * 2 + k)) % 10 < 4 THEN 'x := Common(y)' END,
@@ -77,8 +77,8 @@ func TestSearchCandidatesMatchesReference(t *testing.T) {
 		content  string
 	}
 	var all []chunk
-	err := env.Admin.InTenant(ctx, tenant, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT c.id, c.repository_id, f.path, lower(c.content) FROM code_chunks c JOIN code_files f ON f.tenant_id = c.tenant_id AND f.id = c.file_id
+	err := env.Admin.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+		rows, err := postgres.Raw(tx).Query(ctx, `SELECT c.id, c.repository_id, f.path, lower(c.content) FROM code_chunks c JOIN code_files f ON f.tenant_id = c.tenant_id AND f.id = c.file_id
 			WHERE c.tenant_id = $1 ORDER BY c.id`, tenant)
 		if err != nil {
 			return err
@@ -121,7 +121,7 @@ func TestSearchCandidatesMatchesReference(t *testing.T) {
 					var got []int64
 					after := int64(0)
 					for page := 0; page < 2000; page++ {
-						cands, err := postgres.SearchCandidates(ctx, env.App, tenant, repoSet.ids, like, prefix, after, limit)
+						cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, repoSet.ids, like, prefix, after, limit)
 						if err != nil {
 							t.Fatalf("%s: %v", name, err)
 						}
@@ -160,7 +160,7 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 		{bRepos, []string{"%func%"}, "src/dir1/"},
 		{bRepos, nil, "src/dir1/"},
 	} {
-		cands, err := postgres.SearchCandidates(ctx, env.App, a, tc.repos, tc.patterns, tc.prefix, 0, 100)
+		cands, err := env.App.Tenant(a).SearchCandidates(ctx, tc.repos, tc.patterns, tc.prefix, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,5 +1,31 @@
 package postgres
 
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
 // SearchFindingsQuery exposes the statement SearchFindings runs, for the
 // plan test.
 var SearchFindingsQuery = searchFindingsQuery
+
+// Raw exposes a tenant transaction's pgx transaction, for tests that check
+// what row-level security allows a statement (the package's API offers no
+// raw SQL on purpose).
+func Raw(tx *Tx) pgx.Tx { return tx.q }
+
+// ReadTenant and ReadTenantTimeout expose the single-round-trip tenant read
+// that TenantDB's methods use, for the tests of its isolation and timeout.
+func ReadTenant(ctx context.Context, db *DB, tenantID, sql string, args []any, scan func(pgx.Rows) error) error {
+	return db.readTenant(ctx, tenantID, 0, sql, args, scan)
+}
+
+func ReadTenantTimeout(ctx context.Context, db *DB, tenantID string, timeout time.Duration, sql string, args []any, scan func(pgx.Rows) error) error {
+	return db.readTenant(ctx, tenantID, timeout, sql, args, scan)
+}
+
+// IsQueryCanceled exposes the SQLSTATE classification of a cancelled
+// statement.
+var IsQueryCanceled = isQueryCanceled

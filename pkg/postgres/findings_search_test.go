@@ -29,8 +29,8 @@ func loadReference(t *testing.T, env *pgtest.Env, tenant string) []refFinding {
 	t.Helper()
 	ctx := context.Background()
 	var out []refFinding
-	err := env.Admin.InTenant(ctx, tenant, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT f.id, f.repository_id, coalesce(p.number, 0), f.rule_key, f.severity, f.status, f.path,
+	err := env.Admin.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+		rows, err := postgres.Raw(tx).Query(ctx, `SELECT f.id, f.repository_id, coalesce(p.number, 0), f.rule_key, f.severity, f.status, f.path,
 			lower(f.title || ' ' || f.body || ' ' || f.rule_key || ' ' || f.path), f.created_at
 			FROM findings f LEFT JOIN pull_requests p ON p.tenant_id = f.tenant_id AND p.id = f.pull_request_id
 			WHERE f.tenant_id = $1 ORDER BY f.created_at DESC, f.id DESC`, tenant)
@@ -110,7 +110,7 @@ func TestSearchFindingsMatchesReference(t *testing.T) {
 			const pages = 15
 			complete := false
 			for page := 0; page < pages; page++ {
-				res, err := postgres.SearchFindings(ctx, env.App, s.TenantID, f)
+				res, err := env.App.Tenant(s.TenantID).SearchFindings(ctx, f)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -155,8 +155,8 @@ func TestSearchFindingIDsStaysInItsTenant(t *testing.T) {
 	}
 	call := func(tenant string, all bool, repos []int64, repo *int64) []int64 {
 		var ids []int64
-		err := env.App.InTenant(ctx, tenant, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, `SELECT id FROM search_finding_ids($1, $2, $3, 'error', NULL, NULL, NULL, NULL, NULL, NULL, 0, 1000)`, all, repos, repo)
+		err := env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+			rows, err := postgres.Raw(tx).Query(ctx, `SELECT id FROM search_finding_ids($1, $2, $3, 'error', NULL, NULL, NULL, NULL, NULL, NULL, 0, 1000)`, all, repos, repo)
 			if err != nil {
 				return err
 			}

@@ -15,12 +15,14 @@ const HandoffTTL = 5 * time.Minute
 // CreateTokenHandoff stores a sealed token for the session's next page view
 // and returns the handoff's id (migration 0040). Expired handoffs of the
 // tenant are removed on the way.
-func CreateTokenHandoff(ctx context.Context, tx pgx.Tx, tenantID, sessionID, tokenID string, sealed []byte) (string, error) {
-	if _, err := tx.Exec(ctx, `DELETE FROM token_handoffs WHERE tenant_id = $1 AND expires_at < now()`, tenantID); err != nil {
+func (tx *Tx) CreateTokenHandoff(ctx context.Context, sessionID, tokenID string, sealed []byte) (_ string, err error) {
+	defer wrap(&err, "postgres.CreateTokenHandoff")
+	tenantID := tx.tenantID
+	if _, err := tx.q.Exec(ctx, `DELETE FROM token_handoffs WHERE tenant_id = $1 AND expires_at < now()`, tenantID); err != nil {
 		return "", err
 	}
 	var id string
-	err := tx.QueryRow(ctx, `INSERT INTO token_handoffs (tenant_id, session_id, token_id, sealed, expires_at)
+	err = tx.q.QueryRow(ctx, `INSERT INTO token_handoffs (tenant_id, session_id, token_id, sealed, expires_at)
 		VALUES ($1, $2, $3, $4, now() + $5::interval) RETURNING id::text`,
 		tenantID, sessionID, tokenID, sealed, HandoffTTL.String()).Scan(&id)
 	return id, err
@@ -29,11 +31,13 @@ func CreateTokenHandoff(ctx context.Context, tx pgx.Tx, tenantID, sessionID, tok
 // TakeTokenHandoff removes the session's handoff id and returns its sealed
 // token and the token's name; found is false when there is none (already
 // shown, expired, another session's, or not an id at all).
-func TakeTokenHandoff(ctx context.Context, tx pgx.Tx, tenantID, sessionID, id string) (sealed []byte, name string, found bool, err error) {
+func (tx *Tx) TakeTokenHandoff(ctx context.Context, sessionID, id string) (sealed []byte, name string, found bool, err error) {
+	defer wrap(&err, "postgres.TakeTokenHandoff")
+	tenantID := tx.tenantID
 	if !uuidLike(id) {
 		return nil, "", false, nil
 	}
-	err = tx.QueryRow(ctx, `WITH taken AS (
+	err = tx.q.QueryRow(ctx, `WITH taken AS (
 			DELETE FROM token_handoffs WHERE tenant_id = $1 AND session_id = $2 AND id = $3::uuid AND expires_at > now()
 			RETURNING token_id, sealed)
 		SELECT taken.sealed, t.name FROM taken JOIN mcp_tokens t ON t.tenant_id = $1 AND t.id = taken.token_id`,

@@ -31,8 +31,10 @@ type GitHubAccess struct {
 // Repository rows that stay are not rewritten: the token path reads the
 // age of the tenant membership only, so an hourly refresh of an unchanged
 // organisation writes one row per user, not one per user and repository.
-func ApplyGitHubMemberships(ctx context.Context, tx pgx.Tx, tenantID string, access map[int64]GitHubAccess, now time.Time, actor Actor) (refreshed, expired int, err error) {
-	rows, err := tx.Query(ctx, `SELECT id::text, github_user_id FROM users
+func (tx *Tx) ApplyGitHubMemberships(ctx context.Context, access map[int64]GitHubAccess, now time.Time, actor Actor) (refreshed, expired int, err error) {
+	defer wrap(&err, "postgres.ApplyGitHubMemberships")
+	tenantID := tx.tenantID
+	rows, err := tx.q.Query(ctx, `SELECT id::text, github_user_id FROM users
 		WHERE tenant_id = $1 AND github_user_id IS NOT NULL AND deleted_at IS NULL`, tenantID)
 	if err != nil {
 		return 0, 0, err
@@ -76,22 +78,22 @@ func ApplyGitHubMemberships(ctx context.Context, tx pgx.Tx, tenantID string, acc
 			tenantID, keepIDs, keepRoles, now)
 	}
 	if batch.Len() > 0 {
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		if err := tx.q.SendBatch(ctx, batch).Close(); err != nil {
 			return 0, 0, err
 		}
 	}
 	if len(gone) > 0 {
-		tag, err := tx.Exec(ctx, `UPDATE tenant_memberships SET refreshed_at = 'epoch'
+		tag, err := tx.q.Exec(ctx, `UPDATE tenant_memberships SET refreshed_at = 'epoch'
 			WHERE tenant_id = $1 AND user_id = ANY($2::uuid[]) AND refreshed_at <> 'epoch'`, tenantID, gone)
 		if err != nil {
 			return 0, 0, err
 		}
 		expired = int(tag.RowsAffected())
-		if _, err := tx.Exec(ctx, `DELETE FROM repo_memberships WHERE tenant_id = $1 AND user_id = ANY($2::uuid[])`, tenantID, gone); err != nil {
+		if _, err := tx.q.Exec(ctx, `DELETE FROM repo_memberships WHERE tenant_id = $1 AND user_id = ANY($2::uuid[])`, tenantID, gone); err != nil {
 			return 0, 0, err
 		}
 	}
-	err = insertAudit(ctx, tx, tenantID, actor, "membership.refreshed", "github", map[string]any{"refreshed": len(keepIDs), "expired": expired})
+	err = tx.insertAudit(ctx, actor, "membership.refreshed", "github", map[string]any{"refreshed": len(keepIDs), "expired": expired})
 	return len(keepIDs), expired, err
 }
 
@@ -108,8 +110,10 @@ type MembershipRefresh struct {
 }
 
 // RecordMembershipRefresh stores the outcome of a refresh.
-func RecordMembershipRefresh(ctx context.Context, tx pgx.Tx, tenantID string, r MembershipRefresh) error {
-	_, err := tx.Exec(ctx, `INSERT INTO github_membership_refreshes
+func (tx *Tx) RecordMembershipRefresh(ctx context.Context, r MembershipRefresh) (err error) {
+	defer wrap(&err, "postgres.RecordMembershipRefresh")
+	tenantID := tx.tenantID
+	_, err = tx.q.Exec(ctx, `INSERT INTO github_membership_refreshes
 			(tenant_id, state, detail, members, repositories, users_refreshed, users_expired, finished_at, last_ok_at)
 		VALUES ($1, $2, left($3, 500), $4, $5, $6, $7, $8, CASE WHEN $2 = 'ok' THEN $8::timestamptz END)
 		ON CONFLICT (tenant_id) DO UPDATE SET state = EXCLUDED.state, detail = EXCLUDED.detail, members = EXCLUDED.members,
@@ -122,9 +126,11 @@ func RecordMembershipRefresh(ctx context.Context, tx pgx.Tx, tenantID string, r 
 
 // GetMembershipRefresh reads the outcome of the last refresh; nil when the
 // worker has never refreshed the tenant's memberships.
-func GetMembershipRefresh(ctx context.Context, tx pgx.Tx, tenantID string) (*MembershipRefresh, error) {
+func (tx *Tx) GetMembershipRefresh(ctx context.Context) (_ *MembershipRefresh, err error) {
+	defer wrap(&err, "postgres.GetMembershipRefresh")
+	tenantID := tx.tenantID
 	var r MembershipRefresh
-	err := tx.QueryRow(ctx, `SELECT state, detail, members, repositories, users_refreshed, users_expired, finished_at, last_ok_at
+	err = tx.q.QueryRow(ctx, `SELECT state, detail, members, repositories, users_refreshed, users_expired, finished_at, last_ok_at
 		FROM github_membership_refreshes WHERE tenant_id = $1`, tenantID).
 		Scan(&r.State, &r.Detail, &r.Members, &r.Repositories, &r.UsersRefreshed, &r.UsersExpired, &r.FinishedAt, &r.LastOKAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -138,8 +144,10 @@ func GetMembershipRefresh(ctx context.Context, tx pgx.Tx, tenantID string) (*Mem
 
 // PullSyncs returns the GitHub updated_at of each pull request of the
 // repository as of its last complete sync, by number.
-func PullSyncs(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) (map[int]time.Time, error) {
-	rows, err := tx.Query(ctx, `SELECT number, updated_at FROM github_pull_syncs WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID)
+func (tx *Tx) PullSyncs(ctx context.Context, repoID int64) (_ map[int]time.Time, err error) {
+	defer wrap(&err, "postgres.PullSyncs")
+	tenantID := tx.tenantID
+	rows, err := tx.q.Query(ctx, `SELECT number, updated_at FROM github_pull_syncs WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID)
 	if err != nil {
 		return nil, err
 	}
@@ -155,8 +163,10 @@ func PullSyncs(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) (m
 
 // RecordPullSync records that a pull request was synced completely as of
 // GitHub's updatedAt.
-func RecordPullSync(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64, number int, updatedAt time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO github_pull_syncs (tenant_id, repository_id, number, updated_at, synced_at)
+func (tx *Tx) RecordPullSync(ctx context.Context, repoID int64, number int, updatedAt time.Time) (err error) {
+	defer wrap(&err, "postgres.RecordPullSync")
+	tenantID := tx.tenantID
+	_, err = tx.q.Exec(ctx, `INSERT INTO github_pull_syncs (tenant_id, repository_id, number, updated_at, synced_at)
 		VALUES ($1, $2, $3, $4, now())
 		ON CONFLICT (tenant_id, repository_id, number) DO UPDATE SET updated_at = EXCLUDED.updated_at, synced_at = now()`,
 		tenantID, repoID, number, updatedAt)

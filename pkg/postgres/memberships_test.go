@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
@@ -35,12 +33,12 @@ func TestApplyGitHubMemberships(t *testing.T) {
 	if _, err := env.Admin.Pool.Exec(ctx, `UPDATE tenant_memberships SET refreshed_at = $1`, old); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.App.InTenant(ctx, a, func(tx pgx.Tx) error {
+	if err := env.App.InTenant(ctx, a, func(tx *postgres.Tx) error {
 		for _, g := range []struct {
 			u    string
 			repo int64
 		}{{stays.ID, web.ID}, {leaves.ID, api.ID}} {
-			if err := postgres.GrantRepository(ctx, tx, a, g.u, g.repo); err != nil {
+			if err := tx.GrantRepository(ctx, g.u, g.repo); err != nil {
 				return err
 			}
 		}
@@ -51,9 +49,9 @@ func TestApplyGitHubMemberships(t *testing.T) {
 
 	now := time.Now().Truncate(time.Second)
 	var refreshed, expired int
-	err := env.App.InTenant(ctx, a, func(tx pgx.Tx) error {
+	err := env.App.InTenant(ctx, a, func(tx *postgres.Tx) error {
 		var err error
-		refreshed, expired, err = postgres.ApplyGitHubMemberships(ctx, tx, a, map[int64]postgres.GitHubAccess{
+		refreshed, expired, err = tx.ApplyGitHubMemberships(ctx, map[int64]postgres.GitHubAccess{
 			101: {Role: codelotse.RoleAdmin, RepoIDs: []int64{api.ID}},
 			999: {Role: codelotse.RoleMember}, // a GitHub user who never signed in
 		}, now, postgres.Actor{Label: "test"})
@@ -96,24 +94,24 @@ func TestApplyGitHubMemberships(t *testing.T) {
 
 	// The outcome is kept for the admin page; a later failure keeps the
 	// time of the last success.
-	if err := env.App.InTenant(ctx, a, func(tx pgx.Tx) error {
-		if err := postgres.RecordMembershipRefresh(ctx, tx, a, postgres.MembershipRefresh{State: "ok", Members: 2, FinishedAt: now}); err != nil {
+	if err := env.App.InTenant(ctx, a, func(tx *postgres.Tx) error {
+		if err := tx.RecordMembershipRefresh(ctx, postgres.MembershipRefresh{State: "ok", Members: 2, FinishedAt: now}); err != nil {
 			return err
 		}
-		return postgres.RecordMembershipRefresh(ctx, tx, a, postgres.MembershipRefresh{State: "missing_permission", Detail: "Members", FinishedAt: now.Add(time.Hour)})
+		return tx.RecordMembershipRefresh(ctx, postgres.MembershipRefresh{State: "missing_permission", Detail: "Members", FinishedAt: now.Add(time.Hour)})
 	}); err != nil {
 		t.Fatal(err)
 	}
 	var st *postgres.MembershipRefresh
-	_ = env.App.InTenant(ctx, a, func(tx pgx.Tx) error {
-		st, err = postgres.GetMembershipRefresh(ctx, tx, a)
+	_ = env.App.InTenant(ctx, a, func(tx *postgres.Tx) error {
+		st, err = tx.GetMembershipRefresh(ctx)
 		return err
 	})
 	if err != nil || st == nil || st.State != "missing_permission" || st.LastOKAt == nil || !st.LastOKAt.Equal(now) {
 		t.Errorf("refresh status = %+v, %v", st, err)
 	}
-	_ = env.App.InTenant(ctx, b, func(tx pgx.Tx) error {
-		st, err = postgres.GetMembershipRefresh(ctx, tx, b)
+	_ = env.App.InTenant(ctx, b, func(tx *postgres.Tx) error {
+		st, err = tx.GetMembershipRefresh(ctx)
 		return err
 	})
 	if err != nil || st != nil {

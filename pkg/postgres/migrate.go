@@ -35,6 +35,7 @@ type MigrateOptions struct {
 // pending migrations as the owner role, then re-applies the policies. It is
 // idempotent and safe to run from several processes at once.
 func Migrate(ctx context.Context, conn *pgx.Conn, opts MigrateOptions) (applied []string, err error) {
+	defer wrap(&err, "postgres.Migrate")
 	r := opts.Roles
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrateLockKey)); err != nil {
 		return nil, codelotse.Wrap(codelotse.Unavailable, err, "cannot take the migration lock")
@@ -184,7 +185,8 @@ func ensureRoles(ctx context.Context, conn *pgx.Conn, opts MigrateOptions) error
 // PendingMigrations lists the embedded migrations that the database has not
 // applied. A missing schema (no schema_migrations table) is an error, so
 // that /readyz fails on a database nobody migrated.
-func (d *DB) PendingMigrations(ctx context.Context) ([]string, error) {
+func (d *DB) PendingMigrations(ctx context.Context) (_ []string, err error) {
+	defer wrap(&err, "postgres.PendingMigrations")
 	names, err := fs.Glob(db.Migrations, "migrations/*.sql")
 	if err != nil {
 		return nil, err
@@ -205,4 +207,50 @@ func (d *DB) PendingMigrations(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(pending)
 	return pending, nil
+}
+
+// MigrateURL connects to adminURL and runs Migrate (cltctl migrate).
+func MigrateURL(ctx context.Context, adminURL string, opts MigrateOptions) (applied []string, err error) {
+	defer wrap(&err, "postgres.MigrateURL")
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return nil, codelotse.Wrap(codelotse.Unavailable, err, "cannot connect to DATABASE_URL")
+	}
+	defer conn.Close(ctx)
+	return Migrate(ctx, conn, opts)
+}
+
+// EnsureDatabase creates the database named in adminURL when it does not
+// exist yet (a fresh development cluster), connecting to the maintenance
+// database "postgres" for that. It returns the name of the database it
+// created, "" when the database was there.
+func EnsureDatabase(ctx context.Context, adminURL string) (created string, err error) {
+	defer wrap(&err, "postgres.EnsureDatabase")
+	cfg, err := pgx.ParseConfig(adminURL)
+	if err != nil {
+		return "", codelotse.Wrap(codelotse.Invalid, err, "DATABASE_URL is not a valid PostgreSQL connection string")
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err == nil {
+		return "", conn.Close(ctx)
+	}
+	name := cfg.Database
+	maint := cfg.Copy()
+	maint.Database = "postgres"
+	mc, merr := pgx.ConnectConfig(ctx, maint)
+	if merr != nil {
+		return "", codelotse.Wrap(codelotse.Unavailable, err, "cannot connect to DATABASE_URL")
+	}
+	defer mc.Close(ctx)
+	var exists bool
+	if err := mc.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", codelotse.Wrap(codelotse.Unavailable, err, "cannot connect to DATABASE_URL")
+	}
+	if exists {
+		return "", codelotse.Wrap(codelotse.Unavailable, err, "cannot connect to DATABASE_URL")
+	}
+	if _, err := mc.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", codelotse.Wrap(codelotse.Unavailable, err, "cannot create database "+name)
+	}
+	return name, nil
 }

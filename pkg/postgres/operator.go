@@ -13,7 +13,8 @@ import (
 // administrative SECURITY DEFINER function tenant_ids_for_operator (the
 // runtime role may not call it). cltctl tenant list reads each tenant's
 // details inside that tenant's transaction.
-func (db *DB) TenantIDsForOperator(ctx context.Context) ([]string, error) {
+func (db *DB) TenantIDsForOperator(ctx context.Context) (_ []string, err error) {
+	defer wrap(&err, "postgres.TenantIDsForOperator")
 	rows, err := db.Pool.Query(ctx, "SELECT id::text FROM tenant_ids_for_operator() AS id")
 	if err != nil {
 		return nil, err
@@ -27,9 +28,11 @@ type TenantCounts struct {
 }
 
 // CountTenant counts a tenant's live users, repositories and active tokens.
-func CountTenant(ctx context.Context, tx pgx.Tx, tenantID string) (TenantCounts, error) {
+func (tx *Tx) CountTenant(ctx context.Context) (_ TenantCounts, err error) {
+	defer wrap(&err, "postgres.CountTenant")
+	tenantID := tx.tenantID
 	var c TenantCounts
-	err := tx.QueryRow(ctx, `SELECT
+	err = tx.q.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM users WHERE tenant_id = $1 AND deleted_at IS NULL),
 			(SELECT count(*) FROM repositories WHERE tenant_id = $1),
 			(SELECT count(*) FROM mcp_tokens WHERE tenant_id = $1 AND revoked_at IS NULL AND expires_at > now())`, tenantID).
@@ -52,8 +55,10 @@ type Member struct {
 }
 
 // ListMembers lists the tenant's live users by email with their membership.
-func ListMembers(ctx context.Context, tx pgx.Tx, tenantID string) ([]Member, error) {
-	rows, err := tx.Query(ctx, `SELECT u.email, u.name, coalesce(m.role, ''), coalesce(m.source, ''), m.refreshed_at,
+func (tx *Tx) ListMembers(ctx context.Context) (_ []Member, err error) {
+	defer wrap(&err, "postgres.ListMembers")
+	tenantID := tx.tenantID
+	rows, err := tx.q.Query(ctx, `SELECT u.email, u.name, coalesce(m.role, ''), coalesce(m.source, ''), m.refreshed_at,
 			CASE WHEN u.github_user_id IS NOT NULL THEN 'github' WHEN u.idp_id IS NOT NULL THEN 'oidc' ELSE 'local' END,
 			(SELECT count(*) FROM repo_memberships r WHERE r.tenant_id = u.tenant_id AND r.user_id = u.id),
 			u.created_at
@@ -81,8 +86,10 @@ type RepoStatus struct {
 }
 
 // ListRepoStatus lists the tenant's repositories by name with index status.
-func ListRepoStatus(ctx context.Context, tx pgx.Tx, tenantID string) ([]RepoStatus, error) {
-	rows, err := tx.Query(ctx, `SELECT r.id, r.full_name, r.default_branch, r.private, coalesce(r.indexed_commit, ''), r.indexed_at,
+func (tx *Tx) ListRepoStatus(ctx context.Context) (_ []RepoStatus, err error) {
+	defer wrap(&err, "postgres.ListRepoStatus")
+	tenantID := tx.tenantID
+	rows, err := tx.q.Query(ctx, `SELECT r.id, r.full_name, r.default_branch, r.private, coalesce(r.indexed_commit, ''), r.indexed_at,
 			(SELECT count(*) FROM code_files f WHERE f.tenant_id = r.tenant_id AND f.repository_id = r.id),
 			(SELECT count(*) FROM findings f WHERE f.tenant_id = r.tenant_id AND f.repository_id = r.id),
 			(SELECT count(*) FROM repo_memberships m WHERE m.tenant_id = r.tenant_id AND m.repository_id = r.id)

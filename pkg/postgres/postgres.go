@@ -1,22 +1,28 @@
 // Package postgres is CodeLotse's storage: the pgx pool, the migration
 // runner, tenant transactions and one file of plain SQL per aggregate.
 //
-// Every function that touches tenant data takes the tenant explicitly and
-// runs inside a transaction whose first statement sets app.tenant_id
-// transaction-locally; row-level security (policies/) is the backstop that
-// makes a forgotten WHERE harmless, not the only guard.
+// Tenant data is reached through a value that carries its tenant: a *Tx
+// from DB.InTenant (a transaction whose first statement sets app.tenant_id
+// transaction-locally) or a TenantDB from DB.Tenant (reads of one round
+// trip each). Their methods take no tenant argument and still filter by
+// tenant_id explicitly; row-level security (policies/) is the backstop that
+// makes a forgotten WHERE harmless, not the only guard. Operations across
+// tenants or before one is known (sign-in lookups, the operator's lists)
+// are methods on *DB.
+//
+// This is the only package that imports pgx or contains SQL
+// (scripts/check-imports.sh); every error it returns names the operation
+// that failed (see wrap).
 package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
@@ -44,7 +50,8 @@ const DefaultRolePrefix = "codelotse"
 var rolePrefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
 
 // RolesFor returns the roles for prefix.
-func RolesFor(prefix string) (Roles, error) {
+func RolesFor(prefix string) (_ Roles, err error) {
+	defer wrap(&err, "postgres.RolesFor")
 	if prefix == "" {
 		prefix = DefaultRolePrefix
 	}
@@ -57,7 +64,8 @@ func RolesFor(prefix string) (Roles, error) {
 // RuntimeConnString returns adminURL with the runtime role as user and, when
 // password is not empty, that password. It is how the API and worker connect
 // when APP_DATABASE_URL is not set.
-func RuntimeConnString(adminURL string, roles Roles, password string) (*pgxpool.Config, error) {
+func RuntimeConnString(adminURL string, roles Roles, password string) (_ *pgxpool.Config, err error) {
+	defer wrap(&err, "postgres.RuntimeConnString")
 	cfg, err := pgxpool.ParseConfig(adminURL)
 	if err != nil {
 		return nil, codelotse.Wrap(codelotse.Invalid, err, "DATABASE_URL is not a valid PostgreSQL connection string")
@@ -67,13 +75,23 @@ func RuntimeConnString(adminURL string, roles Roles, password string) (*pgxpool.
 	return cfg, nil
 }
 
+// PoolConfig is a parsed connection string with pool settings, for Open.
+type PoolConfig = pgxpool.Config
+
+// ParsePoolConfig parses a PostgreSQL connection string for Open.
+func ParsePoolConfig(url string) (_ *PoolConfig, err error) {
+	defer wrap(&err, "postgres.ParsePoolConfig")
+	return pgxpool.ParseConfig(url)
+}
+
 // DB is a pool plus what tenant transactions need.
 type DB struct {
 	Pool *pgxpool.Pool
 }
 
 // Open connects with cfg and checks that the database answers.
-func Open(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
+func Open(ctx context.Context, cfg *pgxpool.Config) (_ *DB, err error) {
+	defer wrap(&err, "postgres.Open")
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
@@ -92,7 +110,8 @@ func Open(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
 }
 
 // OpenURL parses url and opens it.
-func OpenURL(ctx context.Context, url string) (*DB, error) {
+func OpenURL(ctx context.Context, url string) (_ *DB, err error) {
+	defer wrap(&err, "postgres.OpenURL")
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, codelotse.Wrap(codelotse.Invalid, err, "not a valid PostgreSQL connection string")
@@ -104,38 +123,70 @@ func OpenURL(ctx context.Context, url string) (*DB, error) {
 func (db *DB) Close() { db.Pool.Close() }
 
 // Ping checks that the database answers (for /readyz).
-func (db *DB) Ping(ctx context.Context) error { return db.Pool.Ping(ctx) }
+func (db *DB) Ping(ctx context.Context) (err error) {
+	defer wrap(&err, "postgres.Ping")
+	return db.Pool.Ping(ctx)
+}
 
 const setTenant = "SELECT set_config('app.tenant_id', $1, true)"
 
+// Tx is a tenant transaction: a pgx transaction whose first statement set
+// app.tenant_id, plus that tenant. Its methods are the storage operations
+// that write or need several statements; none takes a tenant argument,
+// because a transaction belongs to exactly one tenant. A Tx is only valid
+// inside the function given to DB.InTenant.
+type Tx struct {
+	q        pgx.Tx
+	tenantID string
+}
+
+// TenantID is the tenant the transaction belongs to.
+func (tx *Tx) TenantID() string { return tx.tenantID }
+
 // InTenant runs fn in a transaction whose first statement sets app.tenant_id
-// for that transaction only. fn's error rolls the transaction back.
-func (db *DB) InTenant(ctx context.Context, tenantID string, fn func(pgx.Tx) error) error {
+// for that transaction only. fn's error rolls the transaction back and is
+// returned as fn returned it (its storage calls already name themselves, and
+// a caller may test for its own errors); InTenant's own failures (begin, the
+// tenant setting, commit) are wrapped as postgres.InTenant.
+func (db *DB) InTenant(ctx context.Context, tenantID string, fn func(*Tx) error) error {
 	if tenantID == "" {
 		return codelotse.Errorf(codelotse.Internal, "tenant transaction without a tenant")
 	}
-	return classifyConn(pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, setTenant, tenantID); err != nil {
+	var fnErr error
+	err := pgx.BeginFunc(ctx, db.Pool, func(q pgx.Tx) error {
+		if _, err := q.Exec(ctx, setTenant, tenantID); err != nil {
 			return err
 		}
-		return fn(tx)
-	}))
+		fnErr = fn(&Tx{q: q, tenantID: tenantID})
+		return fnErr
+	})
+	if err != nil && err != fnErr {
+		err = fmt.Errorf("postgres.InTenant: %w", err)
+	}
+	return classifyConn(err)
 }
 
-// ReadTenant runs one read in a single round trip: a pipeline of the tenant
+// TenantDB is the pool bound to one tenant, for reads that need no
+// transaction of their own: each of its methods is one round trip (a
+// pipeline of the tenant setting and the query, see readTenant) or opens
+// its own tenant transaction. It has the same calling convention as Tx: the
+// tenant travels with the value, never as an argument.
+type TenantDB struct {
+	db       *DB
+	tenantID string
+}
+
+// Tenant returns the pool bound to tenantID.
+func (db *DB) Tenant(tenantID string) TenantDB { return TenantDB{db: db, tenantID: tenantID} }
+
+// TenantID is the tenant the handle is bound to.
+func (t TenantDB) TenantID() string { return t.tenantID }
+
+// readTenant runs one read in a single round trip: a pipeline of the tenant
 // setting and the query, which PostgreSQL executes as one implicit
 // transaction (one Sync), so the transaction-local setting covers the query
-// and ends with it.
-func (db *DB) ReadTenant(ctx context.Context, tenantID string, sql string, args []any, scan func(pgx.Rows) error) error {
-	return db.readTenant(ctx, tenantID, 0, sql, args, scan)
-}
-
-// ReadTenantTimeout is ReadTenant with a statement timeout for the query,
-// set transaction-locally in the same round trip.
-func (db *DB) ReadTenantTimeout(ctx context.Context, tenantID string, timeout time.Duration, sql string, args []any, scan func(pgx.Rows) error) error {
-	return db.readTenant(ctx, tenantID, timeout, sql, args, scan)
-}
-
+// and ends with it. A timeout above zero sets a statement timeout for the
+// query, transaction-locally in the same round trip.
 func (db *DB) readTenant(ctx context.Context, tenantID string, timeout time.Duration, sql string, args []any, scan func(pgx.Rows) error) error {
 	return classifyConn(db.readTenantBatch(ctx, tenantID, timeout, sql, args, scan))
 }
@@ -180,11 +231,12 @@ func (db *DB) readTenantBatch(ctx context.Context, tenantID string, timeout time
 // CheckRuntimeRole refuses a connection whose role could bypass row-level
 // security: a superuser, a role with BYPASSRLS, or the owner of a table
 // (owners are subject to FORCE RLS, but could switch it off).
-func (db *DB) CheckRuntimeRole(ctx context.Context) error {
+func (db *DB) CheckRuntimeRole(ctx context.Context) (err error) {
+	defer wrap(&err, "postgres.CheckRuntimeRole")
 	var user string
 	var super, bypass bool
 	var owned int
-	err := db.Pool.QueryRow(ctx, `
+	err = db.Pool.QueryRow(ctx, `
 		SELECT r.rolname, r.rolsuper, r.rolbypassrls,
 		       (SELECT count(*) FROM pg_class c WHERE c.relowner = r.oid AND c.relkind IN ('r', 'p'))
 		FROM pg_roles r WHERE r.rolname = current_user`).Scan(&user, &super, &bypass, &owned)
@@ -200,35 +252,6 @@ func (db *DB) CheckRuntimeRole(ctx context.Context) error {
 		return codelotse.Errorf(codelotse.Forbidden, "refusing to serve as %s: the role owns %d tables and could disable row-level security", user, owned)
 	}
 	return nil
-}
-
-// isUniqueViolation reports whether err is a unique-constraint violation,
-// optionally of the named constraint or index.
-func isUniqueViolation(err error, name string) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		return name == "" || pe.ConstraintName == name
-	}
-	return false
-}
-
-// isCheckViolation reports whether err is a CHECK violation.
-func isCheckViolation(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23514"
-}
-
-// notFound maps pgx.ErrNoRows to a NotFound error with msg.
-func notFound(err error, msg string) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return codelotse.Errorf(codelotse.NotFound, "%s", msg)
-	}
-	return err
-}
-
-func isDuplicateObject(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "42710"
 }
 
 func fmtInt(n int64) string { return strconv.FormatInt(n, 10) }

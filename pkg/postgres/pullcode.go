@@ -20,8 +20,10 @@ type PullCodeHead struct {
 
 // PullCodeHeads returns the indexed heads of the repository's pull
 // requests, by number.
-func PullCodeHeads(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64) (map[int]PullCodeHead, error) {
-	rows, err := tx.Query(ctx, `SELECT number, head_sha, base_sha, files FROM pull_code_heads WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID)
+func (tx *Tx) PullCodeHeads(ctx context.Context, repoID int64) (_ map[int]PullCodeHead, err error) {
+	defer wrap(&err, "postgres.PullCodeHeads")
+	tenantID := tx.tenantID
+	rows, err := tx.q.Query(ctx, `SELECT number, head_sha, base_sha, files FROM pull_code_heads WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID)
 	if err != nil {
 		return nil, err
 	}
@@ -36,9 +38,11 @@ func PullCodeHeads(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64
 
 // PullHead reads the indexed head of one pull request; ok is false when
 // the pull request's head is not indexed.
-func PullHead(ctx context.Context, db *DB, tenantID string, repoID int64, number int) (h PullCodeHead, ok bool, err error) {
-	err = db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `SELECT number, head_sha, base_sha, files FROM pull_code_heads
+func (t TenantDB) PullHead(ctx context.Context, repoID int64, number int) (h PullCodeHead, ok bool, err error) {
+	defer wrap(&err, "postgres.PullHead")
+	db, tenantID := t.db, t.tenantID
+	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
+		err := tx.q.QueryRow(ctx, `SELECT number, head_sha, base_sha, files FROM pull_code_heads
 			WHERE tenant_id = $1 AND repository_id = $2 AND number = $3`, tenantID, repoID, number).Scan(&h.Number, &h.HeadSHA, &h.BaseSHA, &h.Files)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -55,17 +59,19 @@ func PullHead(ctx context.Context, db *DB, tenantID string, repoID int64, number
 // overlay of the pull request is replaced in the caller's transaction.
 // Text goes in as given: callers store through pkg/ingest, which learns
 // its secrets in the same transaction.
-func ReplacePullIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64, number int, headSHA, baseSHA string, files []codeindex.File, deleted []string) (IndexResult, error) {
+func (tx *Tx) ReplacePullIndex(ctx context.Context, repoID int64, number int, headSHA, baseSHA string, files []codeindex.File, deleted []string) (_ IndexResult, err error) {
+	defer wrap(&err, "postgres.ReplacePullIndex")
+	tenantID := tx.tenantID
 	res := IndexResult{Commit: headSHA}
-	if _, err := tx.Exec(ctx, `DELETE FROM pull_code_heads WHERE tenant_id = $1 AND repository_id = $2 AND number = $3`, tenantID, repoID, number); err != nil {
+	if _, err := tx.q.Exec(ctx, `DELETE FROM pull_code_heads WHERE tenant_id = $1 AND repository_id = $2 AND number = $3`, tenantID, repoID, number); err != nil {
 		return res, err
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO pull_code_heads (tenant_id, repository_id, number, head_sha, base_sha, files)
+	if _, err := tx.q.Exec(ctx, `INSERT INTO pull_code_heads (tenant_id, repository_id, number, head_sha, base_sha, files)
 		VALUES ($1, $2, $3, $4, $5, $6)`, tenantID, repoID, number, headSHA, baseSHA, len(files)+len(deleted)); err != nil {
 		return res, err
 	}
 	for _, p := range deleted {
-		if _, err := tx.Exec(ctx, `INSERT INTO pull_code_files (tenant_id, repository_id, number, path, deleted)
+		if _, err := tx.q.Exec(ctx, `INSERT INTO pull_code_files (tenant_id, repository_id, number, path, deleted)
 			VALUES ($1, $2, $3, $4, true) ON CONFLICT DO NOTHING`, tenantID, repoID, number, p); err != nil {
 			return res, err
 		}
@@ -78,7 +84,7 @@ func ReplacePullIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID in
 			res.Skipped = append(res.Skipped, f)
 		}
 		var id int64
-		if err := tx.QueryRow(ctx, `INSERT INTO pull_code_files (tenant_id, repository_id, number, path, language, size, line_count, skip_reason)
+		if err := tx.q.QueryRow(ctx, `INSERT INTO pull_code_files (tenant_id, repository_id, number, path, language, size, line_count, skip_reason)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (tenant_id, repository_id, number, path) DO UPDATE SET deleted = false, language = EXCLUDED.language,
 				size = EXCLUDED.size, line_count = EXCLUDED.line_count, skip_reason = EXCLUDED.skip_reason
@@ -94,7 +100,7 @@ func ReplacePullIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID in
 		for i, c := range chunks {
 			starts[i], ends[i], contents[i] = int32(c.StartLine), int32(c.EndLine), c.Content
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO pull_code_chunks (tenant_id, repository_id, number, file_id, start_line, end_line, content)
+		tag, err := tx.q.Exec(ctx, `INSERT INTO pull_code_chunks (tenant_id, repository_id, number, file_id, start_line, end_line, content)
 			SELECT $1, $2, $3, $4, u.s, u.e, u.c FROM unnest($5::int[], $6::int[], $7::text[]) WITH ORDINALITY AS u(s, e, c, n) ORDER BY u.n`,
 			tenantID, repoID, number, id, starts, ends, contents)
 		if err != nil {
@@ -107,23 +113,27 @@ func ReplacePullIndex(ctx context.Context, tx pgx.Tx, tenantID string, repoID in
 
 // DropPullIndexes removes the overlays of the repository's pull requests
 // that are not in open (closed or merged ones). It reports how many went.
-func DropPullIndexes(ctx context.Context, tx pgx.Tx, tenantID string, repoID int64, open []int) (int, error) {
+func (tx *Tx) DropPullIndexes(ctx context.Context, repoID int64, open []int) (_ int, err error) {
+	defer wrap(&err, "postgres.DropPullIndexes")
+	tenantID := tx.tenantID
 	if open == nil {
 		open = []int{}
 	}
-	tag, err := tx.Exec(ctx, `DELETE FROM pull_code_heads WHERE tenant_id = $1 AND repository_id = $2 AND NOT (number = ANY($3::int[]))`, tenantID, repoID, open)
+	tag, err := tx.q.Exec(ctx, `DELETE FROM pull_code_heads WHERE tenant_id = $1 AND repository_id = $2 AND NOT (number = ANY($3::int[]))`, tenantID, repoID, open)
 	return int(tag.RowsAffected()), err
 }
 
 // SearchPullCandidates runs search_pull_code_candidates: phase 1 the pull
 // request's changed files, phase 2 the base index (Shadowed marks chunks
 // the pull request replaces, and chunks outside pathPrefix).
-func SearchPullCandidates(ctx context.Context, db *DB, tenantID string, repoID int64, number, phase int, patterns []string, pathPrefix string, afterID int64, limit int) ([]Candidate, error) {
+func (t TenantDB) SearchPullCandidates(ctx context.Context, repoID int64, number, phase int, patterns []string, pathPrefix string, afterID int64, limit int) (_ []Candidate, err error) {
+	defer wrap(&err, "postgres.SearchPullCandidates")
+	db, tenantID := t.db, t.tenantID
 	if patterns == nil {
 		patterns = []string{}
 	}
 	var out []Candidate
-	err := db.ReadTenantTimeout(ctx, tenantID, SearchTimeout, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content, shadowed
+	err = db.readTenant(ctx, tenantID, SearchTimeout, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content, shadowed
 		FROM search_pull_code_candidates($1, $2, $3, $4, $5, $6, $7)`, []any{repoID, number, phase, patterns, pathPrefix, afterID, limit},
 		func(rows pgx.Rows) error {
 			var err error
@@ -143,14 +153,16 @@ func SearchPullCandidates(ctx context.Context, db *DB, tenantID string, repoID i
 // ReadPullFile reads lines [from, to] of a file at a pull request's head:
 // from the overlay when the pull request changes the file, else from the
 // base index. Commit is the pull request's head either way.
-func ReadPullFile(ctx context.Context, db *DB, tenantID string, repoID int64, head PullCodeHead, path string, from, to int) (IndexedFile, error) {
+func (t TenantDB) ReadPullFile(ctx context.Context, repoID int64, head PullCodeHead, path string, from, to int) (_ IndexedFile, err error) {
+	defer wrap(&err, "postgres.ReadPullFile")
+	db, tenantID := t.db, t.tenantID
 	var f IndexedFile
 	var inOverlay bool
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
 		var fileID int64
 		var skip *string
 		var deleted bool
-		err := tx.QueryRow(ctx, `SELECT id, path, deleted, language, size, line_count, skip_reason FROM pull_code_files
+		err := tx.q.QueryRow(ctx, `SELECT id, path, deleted, language, size, line_count, skip_reason FROM pull_code_files
 			WHERE tenant_id = $1 AND repository_id = $2 AND number = $3 AND path = $4`, tenantID, repoID, head.Number, path).
 			Scan(&fileID, &f.Path, &deleted, &f.Language, &f.Size, &f.LineCount, &skip)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -178,7 +190,7 @@ func ReadPullFile(ctx context.Context, db *DB, tenantID string, repoID int64, he
 		if from > to {
 			return nil
 		}
-		rows, err := tx.Query(ctx, `SELECT start_line, content FROM pull_code_chunks
+		rows, err := tx.q.Query(ctx, `SELECT start_line, content FROM pull_code_chunks
 			WHERE tenant_id = $1 AND file_id = $2 AND end_line >= $3 AND start_line <= $4 ORDER BY start_line`, tenantID, fileID, from, to)
 		if err != nil {
 			return err
@@ -189,7 +201,7 @@ func ReadPullFile(ctx context.Context, db *DB, tenantID string, repoID int64, he
 	if err != nil || inOverlay {
 		return f, err
 	}
-	f, err = ReadIndexedFile(ctx, db, tenantID, repoID, path, from, to)
+	f, err = t.ReadIndexedFile(ctx, repoID, path, from, to)
 	f.Commit = head.HeadSHA
 	return f, err
 }

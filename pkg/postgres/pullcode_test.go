@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -33,15 +31,15 @@ func TestPullIndex(t *testing.T) {
 		tenant string
 		repo   int64
 	}{{a, repo.ID}, {b, other.ID}} {
-		if err := env.App.InTenant(ctx, x.tenant, func(tx pgx.Tx) error {
-			if _, err := postgres.ReplaceIndex(ctx, tx, x.tenant, x.repo, codeindex.Snapshot{Commit: base, Files: []codeindex.File{
+		if err := env.App.InTenant(ctx, x.tenant, func(tx *postgres.Tx) error {
+			if _, err := tx.ReplaceIndex(ctx, x.repo, codeindex.Snapshot{Commit: base, Files: []codeindex.File{
 				file("main.go", "package main\n\nfunc BaseOnly() {}\n"),
 				file("gone.go", "package main\n\nfunc GoneNeedle() {}\n"),
 				file("same.go", "package main\n\nfunc SameNeedle() {}\n"),
 			}}, postgres.Actor{Label: "test"}); err != nil {
 				return err
 			}
-			_, err := postgres.ReplacePullIndex(ctx, tx, x.tenant, x.repo, 7, head, base,
+			_, err := tx.ReplacePullIndex(ctx, x.repo, 7, head, base,
 				[]codeindex.File{file("main.go", "package main\n\nfunc HeadOnly() {}\n"), file("new.go", "package main\n\nfunc NewNeedle() {}\n")},
 				[]string{"gone.go"})
 			return err
@@ -55,7 +53,7 @@ func TestPullIndex(t *testing.T) {
 		t.Helper()
 		var out []string
 		for phase := 1; phase <= 2; phase++ {
-			cands, err := postgres.SearchPullCandidates(ctx, env.App, tenant, repoID, number, phase, []string{"%" + pattern + "%"}, "", 0, 100)
+			cands, err := env.App.Tenant(tenant).SearchPullCandidates(ctx, repoID, number, phase, []string{"%" + pattern + "%"}, "", 0, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,28 +82,28 @@ func TestPullIndex(t *testing.T) {
 		t.Errorf("a pull request without an index: %v", got)
 	}
 	// The base search does not see the overlay.
-	cands, err := postgres.SearchCandidates(ctx, env.App, a, []int64{repo.ID}, []string{"%HeadOnly%"}, "", 0, 100)
+	cands, err := env.App.Tenant(a).SearchCandidates(ctx, []int64{repo.ID}, []string{"%HeadOnly%"}, "", 0, 100)
 	if err != nil || len(cands) != 0 {
 		t.Errorf("base search sees the pull request's head: %v, %v", cands, err)
 	}
 
-	h, ok, err := postgres.PullHead(ctx, env.App, a, repo.ID, 7)
+	h, ok, err := env.App.Tenant(a).PullHead(ctx, repo.ID, 7)
 	if err != nil || !ok || h.HeadSHA != head {
 		t.Fatalf("head = %+v, %v, %v", h, ok, err)
 	}
-	f, err := postgres.ReadPullFile(ctx, env.App, a, repo.ID, h, "main.go", 1, 0)
+	f, err := env.App.Tenant(a).ReadPullFile(ctx, repo.ID, h, "main.go", 1, 0)
 	if err != nil || f.Commit != head || len(f.Lines) != 3 || f.Lines[2] != "func HeadOnly() {}" {
 		t.Errorf("changed file at the head = %+v, %v", f, err)
 	}
-	if f, err := postgres.ReadPullFile(ctx, env.App, a, repo.ID, h, "same.go", 1, 0); err != nil || f.Commit != head || f.Lines[2] != "func SameNeedle() {}" {
+	if f, err := env.App.Tenant(a).ReadPullFile(ctx, repo.ID, h, "same.go", 1, 0); err != nil || f.Commit != head || f.Lines[2] != "func SameNeedle() {}" {
 		t.Errorf("unchanged file at the head = %+v, %v", f, err)
 	}
-	if _, err := postgres.ReadPullFile(ctx, env.App, a, repo.ID, h, "gone.go", 1, 0); codelotse.ErrorCode(err) != codelotse.NotFound {
+	if _, err := env.App.Tenant(a).ReadPullFile(ctx, repo.ID, h, "gone.go", 1, 0); codelotse.ErrorCode(err) != codelotse.NotFound {
 		t.Errorf("deleted file at the head: %v, want not found", err)
 	}
 
-	if err := env.App.InTenant(ctx, a, func(tx pgx.Tx) error {
-		n, err := postgres.DropPullIndexes(ctx, tx, a, repo.ID, []int{3})
+	if err := env.App.InTenant(ctx, a, func(tx *postgres.Tx) error {
+		n, err := tx.DropPullIndexes(ctx, repo.ID, []int{3})
 		if n != 1 {
 			t.Errorf("dropped %d overlays, want 1", n)
 		}

@@ -12,7 +12,8 @@ import (
 
 // TenantIDs lists every tenant, for maintenance commands run on the
 // administrative connection (which sees all tenants).
-func (db *DB) TenantIDs(ctx context.Context) ([]string, error) {
+func (db *DB) TenantIDs(ctx context.Context) (_ []string, err error) {
+	defer wrap(&err, "postgres.TenantIDs")
 	rows, err := db.Pool.Query(ctx, "SELECT id::text FROM tenants ORDER BY slug")
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
@@ -48,14 +49,16 @@ type StoredRow struct {
 }
 
 // StoredRows reads up to limit rows of t after id afterID, in id order.
-func StoredRows(ctx context.Context, tx pgx.Tx, tenantID string, t StoredTable, afterID int64, limit int) ([]StoredRow, error) {
+func (tx *Tx) StoredRows(ctx context.Context, t StoredTable, afterID int64, limit int) (_ []StoredRow, err error) {
+	defer wrap(&err, "postgres.StoredRows")
+	tenantID := tx.tenantID
 	cols := strings.Join(t.Columns, ", ")
 	globs := "ARRAY[]::text[]"
 	if t.Globs != "" {
 		globs = t.Globs
 	}
 	// Table and column names come from StoredTables, never from input.
-	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT id, %s, %s FROM %s WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`, globs, cols, t.Name),
+	rows, err := tx.q.Query(ctx, fmt.Sprintf(`SELECT id, %s, %s FROM %s WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`, globs, cols, t.Name),
 		tenantID, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", t.Name, err)
@@ -75,7 +78,9 @@ func StoredRows(ctx context.Context, tx pgx.Tx, tenantID string, t StoredTable, 
 }
 
 // UpdateStoredRow writes a row's rewritten text.
-func UpdateStoredRow(ctx context.Context, tx pgx.Tx, tenantID string, t StoredTable, row StoredRow) error {
+func (tx *Tx) UpdateStoredRow(ctx context.Context, t StoredTable, row StoredRow) (err error) {
+	defer wrap(&err, "postgres.UpdateStoredRow")
+	tenantID := tx.tenantID
 	sets := make([]string, 0, len(t.Columns)+1)
 	args := []any{tenantID, row.ID}
 	for i, c := range t.Columns {
@@ -86,7 +91,7 @@ func UpdateStoredRow(ctx context.Context, tx pgx.Tx, tenantID string, t StoredTa
 		args = append(args, row.Globs)
 		sets = append(sets, fmt.Sprintf("%s = $%d", t.Globs, len(args)))
 	}
-	if _, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s SET %s WHERE tenant_id = $1 AND id = $2`, t.Name, strings.Join(sets, ", ")), args...); err != nil {
+	if _, err := tx.q.Exec(ctx, fmt.Sprintf(`UPDATE %s SET %s WHERE tenant_id = $1 AND id = $2`, t.Name, strings.Join(sets, ", ")), args...); err != nil {
 		return fmt.Errorf("update %s %d: %w", t.Name, row.ID, err)
 	}
 	return nil
@@ -105,8 +110,10 @@ type StoredFile struct {
 // StoredFiles reads up to limit indexed files (not skipped ones' content,
 // which is not stored) after id afterID, each with its lines rebuilt from
 // its chunks.
-func StoredFiles(ctx context.Context, tx pgx.Tx, tenantID string, afterID int64, limit int) ([]StoredFile, error) {
-	rows, err := tx.Query(ctx, `SELECT f.id, f.repository_id, f.commit_sha, f.path, f.line_count,
+func (tx *Tx) StoredFiles(ctx context.Context, afterID int64, limit int) (_ []StoredFile, err error) {
+	defer wrap(&err, "postgres.StoredFiles")
+	tenantID := tx.tenantID
+	rows, err := tx.q.Query(ctx, `SELECT f.id, f.repository_id, f.commit_sha, f.path, f.line_count,
 			coalesce(array_agg(c.start_line ORDER BY c.start_line) FILTER (WHERE c.id IS NOT NULL), '{}'),
 			coalesce(array_agg(c.content ORDER BY c.start_line) FILTER (WHERE c.id IS NOT NULL), '{}')
 		FROM (SELECT * FROM code_files WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3) f
@@ -147,14 +154,16 @@ func StoredFiles(ctx context.Context, tx pgx.Tx, tenantID string, afterID int64,
 // from lines (the same chunking as ReplaceIndex, so a secret that spanned a
 // chunk boundary was seen whole by the caller and chunks stay consistent
 // with the file).
-func ReplaceStoredFile(ctx context.Context, tx pgx.Tx, tenantID string, f StoredFile) error {
-	if _, err := tx.Exec(ctx, `UPDATE code_files SET path = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, f.ID, f.Path); err != nil {
+func (tx *Tx) ReplaceStoredFile(ctx context.Context, f StoredFile) (err error) {
+	defer wrap(&err, "postgres.ReplaceStoredFile")
+	tenantID := tx.tenantID
+	if _, err := tx.q.Exec(ctx, `UPDATE code_files SET path = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, f.ID, f.Path); err != nil {
 		return fmt.Errorf("update code_files %d: %w", f.ID, err)
 	}
 	if f.Lines == nil {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM code_chunks WHERE tenant_id = $1 AND file_id = $2`, tenantID, f.ID); err != nil {
+	if _, err := tx.q.Exec(ctx, `DELETE FROM code_chunks WHERE tenant_id = $1 AND file_id = $2`, tenantID, f.ID); err != nil {
 		return fmt.Errorf("delete code_chunks of %d: %w", f.ID, err)
 	}
 	chunks := codeindex.Chunks(f.Lines)
@@ -162,7 +171,7 @@ func ReplaceStoredFile(ctx context.Context, tx pgx.Tx, tenantID string, f Stored
 	for i, c := range chunks {
 		starts[i], ends[i], contents[i] = int32(c.StartLine), int32(c.EndLine), c.Content
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
+	if _, err := tx.q.Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
 		SELECT $1, $2, $3, u.s, u.e, u.c FROM unnest($4::int[], $5::int[], $6::text[]) WITH ORDINALITY AS u(s, e, c, n) ORDER BY u.n`,
 		tenantID, f.RepositoryID, f.ID, starts, ends, contents); err != nil {
 		return fmt.Errorf("insert code_chunks of %d: %w", f.ID, err)
@@ -172,9 +181,11 @@ func ReplaceStoredFile(ctx context.Context, tx pgx.Tx, tenantID string, f Stored
 
 // StoredPathTaken reports whether another file of the same repository and
 // commit already has path.
-func StoredPathTaken(ctx context.Context, tx pgx.Tx, tenantID string, f StoredFile) (bool, error) {
+func (tx *Tx) StoredPathTaken(ctx context.Context, f StoredFile) (_ bool, err error) {
+	defer wrap(&err, "postgres.StoredPathTaken")
+	tenantID := tx.tenantID
 	var taken bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM code_files WHERE tenant_id = $1 AND repository_id = $2 AND commit_sha = $3 AND path = $4 AND id <> $5)`,
+	err = tx.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM code_files WHERE tenant_id = $1 AND repository_id = $2 AND commit_sha = $3 AND path = $4 AND id <> $5)`,
 		tenantID, f.RepositoryID, f.Commit, f.Path, f.ID).Scan(&taken)
 	return taken, err
 }

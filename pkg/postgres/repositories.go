@@ -21,7 +21,9 @@ type NewRepository struct {
 
 // AddRepository registers a repository (or updates the existing one with
 // the same full name) and returns it.
-func AddRepository(ctx context.Context, tx pgx.Tx, tenantID string, nr NewRepository) (codelotse.Repository, error) {
+func (tx *Tx) AddRepository(ctx context.Context, nr NewRepository) (_ codelotse.Repository, err error) {
+	defer wrap(&err, "postgres.AddRepository")
+	tenantID := tx.tenantID
 	if nr.DefaultBranch == "" {
 		nr.DefaultBranch = "main"
 	}
@@ -29,7 +31,7 @@ func AddRepository(ctx context.Context, tx pgx.Tx, tenantID string, nr NewReposi
 		nr.URL = "https://github.com/" + nr.FullName
 	}
 	var r codelotse.Repository
-	err := tx.QueryRow(ctx, `INSERT INTO repositories (tenant_id, full_name, default_branch, private, url)
+	err = tx.q.QueryRow(ctx, `INSERT INTO repositories (tenant_id, full_name, default_branch, private, url)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (tenant_id, lower(full_name)) DO UPDATE
 			SET default_branch = EXCLUDED.default_branch, private = EXCLUDED.private, url = EXCLUDED.url
@@ -44,9 +46,11 @@ func AddRepository(ctx context.Context, tx pgx.Tx, tenantID string, nr NewReposi
 }
 
 // RepositoryByName finds a repository of the tenant by full name.
-func RepositoryByName(ctx context.Context, tx pgx.Tx, tenantID, fullName string) (codelotse.Repository, error) {
+func (tx *Tx) RepositoryByName(ctx context.Context, fullName string) (_ codelotse.Repository, err error) {
+	defer wrap(&err, "postgres.RepositoryByName")
+	tenantID := tx.tenantID
 	var r codelotse.Repository
-	err := tx.QueryRow(ctx, `SELECT id, full_name, default_branch, private, url FROM repositories
+	err = tx.q.QueryRow(ctx, `SELECT id, full_name, default_branch, private, url FROM repositories
 		WHERE tenant_id = $1 AND lower(full_name) = lower($2)`, tenantID, fullName).
 		Scan(&r.ID, &r.FullName, &r.DefaultBranch, &r.Private, &r.URL)
 	r.TenantID = tenantID
@@ -55,8 +59,10 @@ func RepositoryByName(ctx context.Context, tx pgx.Tx, tenantID, fullName string)
 
 // GrantRepository records that a user can view a repository (the cache a
 // GitHub sign-in writes; cltctl repo grant writes it by hand).
-func GrantRepository(ctx context.Context, tx pgx.Tx, tenantID, userID string, repoID int64) error {
-	_, err := tx.Exec(ctx, `INSERT INTO repo_memberships (tenant_id, user_id, repository_id, permission, refreshed_at)
+func (tx *Tx) GrantRepository(ctx context.Context, userID string, repoID int64) (err error) {
+	defer wrap(&err, "postgres.GrantRepository")
+	tenantID := tx.tenantID
+	_, err = tx.q.Exec(ctx, `INSERT INTO repo_memberships (tenant_id, user_id, repository_id, permission, refreshed_at)
 		VALUES ($1, $2, $3, 'read', now())
 		ON CONFLICT (tenant_id, user_id, repository_id) DO UPDATE SET refreshed_at = now()`, tenantID, userID, repoID)
 	return err
@@ -73,9 +79,11 @@ type RepoFilter struct {
 // ListRepositories lists viewable repositories whose full name contains
 // query (case-insensitive), ordered by full name then id, starting after the
 // keyset cursor (afterName, afterID), at most limit rows.
-func ListRepositories(ctx context.Context, db *DB, tenantID string, f RepoFilter, query string, afterID int64, limit int) ([]codelotse.Repository, error) {
+func (t TenantDB) ListRepositories(ctx context.Context, f RepoFilter, query string, afterID int64, limit int) (_ []codelotse.Repository, err error) {
+	defer wrap(&err, "postgres.ListRepositories")
+	db, tenantID := t.db, t.tenantID
 	var out []codelotse.Repository
-	err := db.ReadTenant(ctx, tenantID, `
+	err = db.readTenant(ctx, tenantID, 0, `
 		SELECT r.id, r.full_name, r.default_branch, r.private, r.url, coalesce(r.indexed_commit, ''), r.indexed_at,
 		       (SELECT count(DISTINCT p.id) FROM pull_requests p
 		         JOIN reviews v ON v.tenant_id = p.tenant_id AND v.pull_request_id = p.id
@@ -105,7 +113,9 @@ func ListRepositories(ctx context.Context, db *DB, tenantID string, f RepoFilter
 // ResolveRepository finds a viewable repository by id or full name. Unknown
 // and forbidden repositories give the same NotFound error, "Not found.", so
 // that a caller cannot probe for repositories it may not see.
-func ResolveRepository(ctx context.Context, db *DB, tenantID string, f RepoFilter, ref string) (codelotse.Repository, error) {
+func (t TenantDB) ResolveRepository(ctx context.Context, f RepoFilter, ref string) (_ codelotse.Repository, err error) {
+	defer wrap(&err, "postgres.ResolveRepository")
+	db, tenantID := t.db, t.tenantID
 	ref = strings.TrimSpace(ref)
 	var id int64 = -1
 	if n, err := strconv.ParseInt(ref, 10, 64); err == nil {
@@ -113,7 +123,7 @@ func ResolveRepository(ctx context.Context, db *DB, tenantID string, f RepoFilte
 	}
 	var r codelotse.Repository
 	found := false
-	err := db.ReadTenant(ctx, tenantID, `
+	err = db.readTenant(ctx, tenantID, 0, `
 		SELECT id, full_name, default_branch, private, url, coalesce(indexed_commit, ''), indexed_at
 		FROM repositories
 		WHERE tenant_id = $1 AND (id = $2 OR lower(full_name) = lower($3))
@@ -138,9 +148,11 @@ func ResolveRepository(ctx context.Context, db *DB, tenantID string, f RepoFilte
 }
 
 // IndexedRepositoryIDs lists the viewable repositories that have a code index.
-func IndexedRepositoryIDs(ctx context.Context, db *DB, tenantID string, f RepoFilter) ([]int64, error) {
+func (t TenantDB) IndexedRepositoryIDs(ctx context.Context, f RepoFilter) (_ []int64, err error) {
+	defer wrap(&err, "postgres.IndexedRepositoryIDs")
+	db, tenantID := t.db, t.tenantID
 	var ids []int64
-	err := db.ReadTenant(ctx, tenantID, `SELECT id FROM repositories
+	err = db.readTenant(ctx, tenantID, 0, `SELECT id FROM repositories
 		WHERE tenant_id = $1 AND ($2 OR id = ANY($3)) AND indexed_commit IS NOT NULL ORDER BY id`,
 		[]any{tenantID, f.All, f.IDs}, func(rows pgx.Rows) error {
 			var err error
@@ -151,9 +163,11 @@ func IndexedRepositoryIDs(ctx context.Context, db *DB, tenantID string, f RepoFi
 }
 
 // RepositoryByID reads a repository of the tenant (system use: jobs).
-func RepositoryByID(ctx context.Context, tx pgx.Tx, tenantID string, id int64) (codelotse.Repository, error) {
+func (tx *Tx) RepositoryByID(ctx context.Context, id int64) (_ codelotse.Repository, err error) {
+	defer wrap(&err, "postgres.RepositoryByID")
+	tenantID := tx.tenantID
 	var r codelotse.Repository
-	err := tx.QueryRow(ctx, `SELECT id, full_name, default_branch, private, url, coalesce(indexed_commit, '') FROM repositories
+	err = tx.q.QueryRow(ctx, `SELECT id, full_name, default_branch, private, url, coalesce(indexed_commit, '') FROM repositories
 		WHERE tenant_id = $1 AND id = $2`, tenantID, id).Scan(&r.ID, &r.FullName, &r.DefaultBranch, &r.Private, &r.URL, &r.IndexedCommit)
 	r.TenantID = tenantID
 	return r, notFound(err, "repository not found")
@@ -162,8 +176,10 @@ func RepositoryByID(ctx context.Context, tx pgx.Tx, tenantID string, id int64) (
 // RemoveGitHubRepositoriesExcept deletes the tenant's GitHub repositories
 // whose GitHub id is not in keep (the installation lost access to them),
 // with their reviews, findings and index. It returns how many went.
-func RemoveGitHubRepositoriesExcept(ctx context.Context, tx pgx.Tx, tenantID string, keep []int64, actor Actor) (int, error) {
-	rows, err := tx.Query(ctx, `DELETE FROM repositories WHERE tenant_id = $1 AND github_id IS NOT NULL AND NOT (github_id = ANY($2))
+func (tx *Tx) RemoveGitHubRepositoriesExcept(ctx context.Context, keep []int64, actor Actor) (_ int, err error) {
+	defer wrap(&err, "postgres.RemoveGitHubRepositoriesExcept")
+	tenantID := tx.tenantID
+	rows, err := tx.q.Query(ctx, `DELETE FROM repositories WHERE tenant_id = $1 AND github_id IS NOT NULL AND NOT (github_id = ANY($2))
 		RETURNING full_name`, tenantID, keep)
 	if err != nil {
 		return 0, err
@@ -173,7 +189,7 @@ func RemoveGitHubRepositoriesExcept(ctx context.Context, tx pgx.Tx, tenantID str
 		return 0, err
 	}
 	for _, n := range names {
-		if err := insertAudit(ctx, tx, tenantID, actor, "repository.removed", n, nil); err != nil {
+		if err := tx.insertAudit(ctx, actor, "repository.removed", n, nil); err != nil {
 			return 0, err
 		}
 	}
@@ -183,28 +199,43 @@ func RemoveGitHubRepositoriesExcept(ctx context.Context, tx pgx.Tx, tenantID str
 // ExpireGitHubMemberships makes the cached memberships of the tenant's users
 // with these GitHub ids stale (webhooks of removed members and changed
 // teams), so their tokens answer 401 until they sign in again.
-func ExpireGitHubMemberships(ctx context.Context, tx pgx.Tx, tenantID string, githubUserIDs []int64, actor Actor) (int, error) {
-	tag, err := tx.Exec(ctx, `UPDATE tenant_memberships m SET refreshed_at = 'epoch'
+func (tx *Tx) ExpireGitHubMemberships(ctx context.Context, githubUserIDs []int64, actor Actor) (_ int, err error) {
+	defer wrap(&err, "postgres.ExpireGitHubMemberships")
+	tenantID := tx.tenantID
+	tag, err := tx.q.Exec(ctx, `UPDATE tenant_memberships m SET refreshed_at = 'epoch'
 		FROM users u WHERE m.tenant_id = $1 AND u.tenant_id = m.tenant_id AND u.id = m.user_id AND u.github_user_id = ANY($2)`,
 		tenantID, githubUserIDs)
 	if err != nil {
 		return 0, err
 	}
 	if tag.RowsAffected() > 0 {
-		err = insertAudit(ctx, tx, tenantID, actor, "membership.expired", fmt.Sprint(githubUserIDs), map[string]any{"count": tag.RowsAffected()})
+		err = tx.insertAudit(ctx, actor, "membership.expired", fmt.Sprint(githubUserIDs), map[string]any{"count": tag.RowsAffected()})
 	}
 	return int(tag.RowsAffected()), err
 }
 
 // ExpireAllGitHubMemberships makes every cached GitHub membership of the
 // tenant stale (events that change access broadly, such as team changes).
-func ExpireAllGitHubMemberships(ctx context.Context, tx pgx.Tx, tenantID string, actor Actor) (int, error) {
-	tag, err := tx.Exec(ctx, `UPDATE tenant_memberships SET refreshed_at = 'epoch' WHERE tenant_id = $1 AND source = 'github'`, tenantID)
+func (tx *Tx) ExpireAllGitHubMemberships(ctx context.Context, actor Actor) (_ int, err error) {
+	defer wrap(&err, "postgres.ExpireAllGitHubMemberships")
+	tenantID := tx.tenantID
+	tag, err := tx.q.Exec(ctx, `UPDATE tenant_memberships SET refreshed_at = 'epoch' WHERE tenant_id = $1 AND source = 'github'`, tenantID)
 	if err != nil {
 		return 0, err
 	}
 	if tag.RowsAffected() > 0 {
-		err = insertAudit(ctx, tx, tenantID, actor, "membership.expired", "all", map[string]any{"count": tag.RowsAffected()})
+		err = tx.insertAudit(ctx, actor, "membership.expired", "all", map[string]any{"count": tag.RowsAffected()})
 	}
 	return int(tag.RowsAffected()), err
+}
+
+// RepositoryNames lists the full names of the tenant's repositories,
+// case-insensitively sorted.
+func (tx *Tx) RepositoryNames(ctx context.Context) (_ []string, err error) {
+	defer wrap(&err, "postgres.RepositoryNames")
+	rows, err := tx.q.Query(ctx, `SELECT full_name FROM repositories WHERE tenant_id = $1 ORDER BY lower(full_name)`, tx.tenantID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }

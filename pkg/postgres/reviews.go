@@ -26,9 +26,11 @@ type ImportResult struct {
 // caller's transaction. Re-importing the same review (same repository and
 // external id) updates it: findings are upserted by fingerprint and those no
 // longer in the import are removed. The repository must be registered.
-func ImportReview(ctx context.Context, tx pgx.Tx, tenantID string, imp codelotse.ReviewImport, actor Actor) (ImportResult, error) {
+func (tx *Tx) ImportReview(ctx context.Context, imp codelotse.ReviewImport, actor Actor) (_ ImportResult, err error) {
+	defer wrap(&err, "postgres.ImportReview")
+	tenantID := tx.tenantID
 	var res ImportResult
-	repo, err := RepositoryByName(ctx, tx, tenantID, imp.Repository)
+	repo, err := tx.RepositoryByName(ctx, imp.Repository)
 	if codelotse.ErrorCode(err) == codelotse.NotFound {
 		return res, codelotse.Errorf(codelotse.Invalid, "/repository: %s is not registered in this tenant; add it first with cltctl repo add", imp.Repository)
 	}
@@ -39,7 +41,7 @@ func ImportReview(ctx context.Context, tx pgx.Tx, tenantID string, imp codelotse
 
 	if pr := imp.PullRequest; pr != nil {
 		var id int64
-		err := tx.QueryRow(ctx, `INSERT INTO pull_requests (tenant_id, repository_id, number, title, author, state, base_ref, head_ref, head_sha, url)
+		err := tx.q.QueryRow(ctx, `INSERT INTO pull_requests (tenant_id, repository_id, number, title, author, state, base_ref, head_ref, head_sha, url)
 			VALUES ($1, $2, $3, $4, $5, coalesce(nullif($6, ''), 'open'), $7, $8, $9, $10)
 			ON CONFLICT (tenant_id, repository_id, number) DO UPDATE SET
 				title = coalesce(nullif(EXCLUDED.title, ''), pull_requests.title),
@@ -64,7 +66,7 @@ func ImportReview(ctx context.Context, tx pgx.Tx, tenantID string, imp codelotse
 	if created.IsZero() {
 		created = time.Now()
 	}
-	err = tx.QueryRow(ctx, `INSERT INTO reviews (tenant_id, repository_id, pull_request_id, external_id, commit_sha, status, summary, author, created_at)
+	err = tx.q.QueryRow(ctx, `INSERT INTO reviews (tenant_id, repository_id, pull_request_id, external_id, commit_sha, status, summary, author, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (tenant_id, repository_id, external_id) DO UPDATE SET
 			pull_request_id = EXCLUDED.pull_request_id, commit_sha = EXCLUDED.commit_sha, status = EXCLUDED.status,
@@ -93,7 +95,7 @@ func ImportReview(ctx context.Context, tx pgx.Tx, tenantID string, imp codelotse
 		}
 		start[i], end[i] = i32(f.StartLine), i32(f.EndLine)
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO findings (tenant_id, repository_id, pull_request_id, review_id, rule_key, severity, status,
+	tag, err := tx.q.Exec(ctx, `INSERT INTO findings (tenant_id, repository_id, pull_request_id, review_id, rule_key, severity, status,
 			path, start_line, end_line, title, body, suggestion, fingerprint, commit_sha, source, created_at)
 		SELECT $1, $2, $3, $4, u.rule, u.sev, u.status, u.path, u.start, u.stop, u.title, u.body, u.sugg, u.fp, u.commit, u.source, $5
 		FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[])
@@ -109,13 +111,13 @@ func ImportReview(ctx context.Context, tx pgx.Tx, tenantID string, imp codelotse
 		return res, err
 	}
 	res.Findings = int(tag.RowsAffected())
-	tag, err = tx.Exec(ctx, `DELETE FROM findings WHERE tenant_id = $1 AND review_id = $2 AND NOT (fingerprint = ANY($3))`,
+	tag, err = tx.q.Exec(ctx, `DELETE FROM findings WHERE tenant_id = $1 AND review_id = $2 AND NOT (fingerprint = ANY($3))`,
 		tenantID, res.ReviewID, fp)
 	if err != nil {
 		return res, err
 	}
 	res.Removed = int(tag.RowsAffected())
-	return res, insertAudit(ctx, tx, tenantID, actor, "review.imported", imp.Repository,
+	return res, tx.insertAudit(ctx, actor, "review.imported", imp.Repository,
 		map[string]any{"review": r.ExternalID, "source": imp.Source, "findings": res.Findings, "removed": res.Removed})
 }
 
@@ -149,11 +151,13 @@ type ReviewDetail struct {
 
 // GetReview reads a pull request of a repository with a review (the newest
 // when reviewID is nil) and its findings, most severe first.
-func GetReview(ctx context.Context, db *DB, tenantID string, repoID int64, number int, reviewID *int64) (ReviewDetail, error) {
+func (t TenantDB) GetReview(ctx context.Context, repoID int64, number int, reviewID *int64) (_ ReviewDetail, err error) {
+	defer wrap(&err, "postgres.GetReview")
+	db, tenantID := t.db, t.tenantID
 	var d ReviewDetail
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
 		p := &d.PullRequest
-		err := tx.QueryRow(ctx, `SELECT id, repository_id, number, title, author, state, base_ref, head_ref, head_sha, url, created_at, updated_at
+		err := tx.q.QueryRow(ctx, `SELECT id, repository_id, number, title, author, state, base_ref, head_ref, head_sha, url, created_at, updated_at
 			FROM pull_requests WHERE tenant_id = $1 AND repository_id = $2 AND number = $3`, tenantID, repoID, number).
 			Scan(&p.ID, &p.RepositoryID, &p.Number, &p.Title, &p.Author, &p.State, &p.BaseRef, &p.HeadRef, &p.HeadSHA, &p.URL, &p.CreatedAt, &p.UpdatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -162,7 +166,7 @@ func GetReview(ctx context.Context, db *DB, tenantID string, repoID int64, numbe
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id FROM reviews WHERE tenant_id = $1 AND pull_request_id = $2 ORDER BY created_at DESC, id DESC`, tenantID, p.ID)
+		rows, err := tx.q.Query(ctx, `SELECT id FROM reviews WHERE tenant_id = $1 AND pull_request_id = $2 ORDER BY created_at DESC, id DESC`, tenantID, p.ID)
 		if err != nil {
 			return err
 		}
@@ -177,7 +181,7 @@ func GetReview(ctx context.Context, db *DB, tenantID string, repoID int64, numbe
 			want = *reviewID
 		}
 		r := &d.Review
-		err = tx.QueryRow(ctx, `SELECT id, repository_id, pull_request_id, external_id, commit_sha, status, summary, author, created_at
+		err = tx.q.QueryRow(ctx, `SELECT id, repository_id, pull_request_id, external_id, commit_sha, status, summary, author, created_at
 			FROM reviews WHERE tenant_id = $1 AND pull_request_id = $2 AND id = $3`, tenantID, p.ID, want).
 			Scan(&r.ID, &r.RepositoryID, &r.PullRequestID, &r.ExternalID, &r.CommitSHA, &r.Status, &r.Summary, &r.Author, &r.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -186,7 +190,7 @@ func GetReview(ctx context.Context, db *DB, tenantID string, repoID int64, numbe
 		if err != nil {
 			return err
 		}
-		d.Findings, err = queryFindings(ctx, tx, `WHERE f.tenant_id = $1 AND f.review_id = $2
+		d.Findings, err = queryFindings(ctx, tx.q, `WHERE f.tenant_id = $1 AND f.review_id = $2
 			ORDER BY array_position(ARRAY['critical','high','medium','low','info'], f.severity), f.path, f.start_line NULLS FIRST, f.id`,
 			tenantID, r.ID)
 		return err
@@ -259,13 +263,15 @@ type FindingFilter struct {
 // or pull-request index. A text query goes through search_finding_ids
 // (policies/findings.sql), the only way to use the trigram index under RLS;
 // the rows themselves are still read under the tenant policy.
-func SearchFindings(ctx context.Context, db *DB, tenantID string, f FindingFilter) ([]codelotse.Finding, error) {
+func (t TenantDB) SearchFindings(ctx context.Context, f FindingFilter) (_ []codelotse.Finding, err error) {
+	defer wrap(&err, "postgres.SearchFindings")
+	db, tenantID := t.db, t.tenantID
 	sql, args, err := searchFindingsQuery(tenantID, f)
 	if err != nil {
 		return nil, err
 	}
 	var out []codelotse.Finding
-	err = db.ReadTenant(ctx, tenantID, sql, args, func(rows pgx.Rows) error {
+	err = db.readTenant(ctx, tenantID, 0, sql, args, func(rows pgx.Rows) error {
 		var err error
 		out, err = pgx.CollectRows(rows, scanFinding)
 		return err
@@ -369,11 +375,13 @@ func nonNilIDs(ids []int64) []int64 {
 
 // FindingsOfPR returns findings of a pull request by id (ids nil: the open
 // findings of the newest review).
-func FindingsOfPR(ctx context.Context, db *DB, tenantID string, repoID int64, number int, ids []int64) (codelotse.PullRequest, []codelotse.Finding, error) {
+func (t TenantDB) FindingsOfPR(ctx context.Context, repoID int64, number int, ids []int64) (_ codelotse.PullRequest, _ []codelotse.Finding, err error) {
+	defer wrap(&err, "postgres.FindingsOfPR")
+	db, tenantID := t.db, t.tenantID
 	var pr codelotse.PullRequest
 	var out []codelotse.Finding
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `SELECT id, number, title, head_sha, base_ref, head_ref, url, state FROM pull_requests
+	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
+		err := tx.q.QueryRow(ctx, `SELECT id, number, title, head_sha, base_ref, head_ref, url, state FROM pull_requests
 			WHERE tenant_id = $1 AND repository_id = $2 AND number = $3`, tenantID, repoID, number).
 			Scan(&pr.ID, &pr.Number, &pr.Title, &pr.HeadSHA, &pr.BaseRef, &pr.HeadRef, &pr.URL, &pr.State)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -384,10 +392,10 @@ func FindingsOfPR(ctx context.Context, db *DB, tenantID string, repoID int64, nu
 		}
 		order := ` ORDER BY array_position(ARRAY['critical','high','medium','low','info'], f.severity), f.path, f.start_line NULLS FIRST, f.id`
 		if ids != nil {
-			out, err = queryFindings(ctx, tx, `WHERE f.tenant_id = $1 AND f.pull_request_id = $2 AND f.id = ANY($3)`+order, tenantID, pr.ID, ids)
+			out, err = queryFindings(ctx, tx.q, `WHERE f.tenant_id = $1 AND f.pull_request_id = $2 AND f.id = ANY($3)`+order, tenantID, pr.ID, ids)
 			return err
 		}
-		out, err = queryFindings(ctx, tx, `WHERE f.tenant_id = $1 AND f.pull_request_id = $2 AND f.status = 'open'
+		out, err = queryFindings(ctx, tx.q, `WHERE f.tenant_id = $1 AND f.pull_request_id = $2 AND f.status = 'open'
 			AND f.review_id = (SELECT id FROM reviews WHERE tenant_id = $1 AND pull_request_id = $2 ORDER BY created_at DESC, id DESC LIMIT 1)`+order,
 			tenantID, pr.ID)
 		return err

@@ -10,12 +10,14 @@ import (
 
 // UpsertRule adds a rule, or replaces the one with the same key in the same
 // scope (tenant-wide when repoID is nil).
-func UpsertRule(ctx context.Context, tx pgx.Tx, tenantID string, repoID *int64, r codelotse.Rule) (int64, error) {
+func (tx *Tx) UpsertRule(ctx context.Context, repoID *int64, r codelotse.Rule) (_ int64, err error) {
+	defer wrap(&err, "postgres.UpsertRule")
+	tenantID := tx.tenantID
 	if r.PathGlobs == nil {
 		r.PathGlobs = []string{}
 	}
 	var id int64
-	err := tx.QueryRow(ctx, `INSERT INTO rules (tenant_id, repository_id, key, title, severity, path_globs, instructions)
+	err = tx.q.QueryRow(ctx, `INSERT INTO rules (tenant_id, repository_id, key, title, severity, path_globs, instructions)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (tenant_id, coalesce(repository_id, 0), key) DO UPDATE
 			SET title = EXCLUDED.title, severity = EXCLUDED.severity, path_globs = EXCLUDED.path_globs,
@@ -30,9 +32,11 @@ func UpsertRule(ctx context.Context, tx pgx.Tx, tenantID string, repoID *int64, 
 // RulesInForce returns the tenant-wide rules, plus the rules of repoID when
 // it is not nil, ordered by scope (tenant first), severity (highest first)
 // and key.
-func RulesInForce(ctx context.Context, db *DB, tenantID string, repoID *int64) ([]codelotse.Rule, error) {
+func (t TenantDB) RulesInForce(ctx context.Context, repoID *int64) (_ []codelotse.Rule, err error) {
+	defer wrap(&err, "postgres.RulesInForce")
+	db, tenantID := t.db, t.tenantID
 	var out []codelotse.Rule
-	err := db.ReadTenant(ctx, tenantID, `
+	err = db.readTenant(ctx, tenantID, 0, `
 		SELECT r.id, r.repository_id, coalesce(p.full_name, ''), r.key, r.title, r.severity, r.path_globs, r.instructions
 		FROM rules r
 		LEFT JOIN repositories p ON p.tenant_id = r.tenant_id AND p.id = r.repository_id

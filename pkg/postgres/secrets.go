@@ -16,7 +16,9 @@ type SecretFingerprint struct {
 
 // RecordSecretFingerprints remembers secrets found in content being stored,
 // in the caller's transaction.
-func RecordSecretFingerprints(ctx context.Context, tx pgx.Tx, tenantID string, fps []SecretFingerprint) error {
+func (tx *Tx) RecordSecretFingerprints(ctx context.Context, fps []SecretFingerprint) (err error) {
+	defer wrap(&err, "postgres.RecordSecretFingerprints")
+	tenantID := tx.tenantID
 	if len(fps) == 0 {
 		return nil
 	}
@@ -24,16 +26,18 @@ func RecordSecretFingerprints(ctx context.Context, tx pgx.Tx, tenantID string, f
 	for i, f := range fps {
 		hashes[i], lengths[i], rules[i] = f.Fingerprint, int32(f.Length), f.RuleID
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO secret_fingerprints (tenant_id, fingerprint, length, rule_id)
+	_, err = tx.q.Exec(ctx, `INSERT INTO secret_fingerprints (tenant_id, fingerprint, length, rule_id)
 		SELECT $1, u.fp, u.len, u.rule FROM unnest($2::bytea[], $3::int[], $4::text[]) AS u(fp, len, rule)
 		ON CONFLICT (tenant_id, fingerprint) DO NOTHING`, tenantID, hashes, lengths, rules)
 	return err
 }
 
 // SecretFingerprints loads a tenant's known secrets.
-func SecretFingerprints(ctx context.Context, db *DB, tenantID string) ([]SecretFingerprint, error) {
+func (t TenantDB) SecretFingerprints(ctx context.Context) (_ []SecretFingerprint, err error) {
+	defer wrap(&err, "postgres.SecretFingerprints")
+	db, tenantID := t.db, t.tenantID
 	var out []SecretFingerprint
-	err := db.ReadTenant(ctx, tenantID, `SELECT fingerprint, length, rule_id FROM secret_fingerprints WHERE tenant_id = $1`,
+	err = db.readTenant(ctx, tenantID, 0, `SELECT fingerprint, length, rule_id FROM secret_fingerprints WHERE tenant_id = $1`,
 		[]any{tenantID}, func(rows pgx.Rows) error {
 			var err error
 			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SecretFingerprint, error) {
@@ -47,8 +51,10 @@ func SecretFingerprints(ctx context.Context, db *DB, tenantID string) ([]SecretF
 
 // SecretFingerprintsTx loads a tenant's known secrets in the caller's
 // transaction (ingestion redacts bare values of them before storing).
-func SecretFingerprintsTx(ctx context.Context, tx pgx.Tx, tenantID string) ([]SecretFingerprint, error) {
-	rows, err := tx.Query(ctx, `SELECT fingerprint, length, rule_id FROM secret_fingerprints WHERE tenant_id = $1`, tenantID)
+func (tx *Tx) SecretFingerprints(ctx context.Context) (_ []SecretFingerprint, err error) {
+	defer wrap(&err, "postgres.SecretFingerprints")
+	tenantID := tx.tenantID
+	rows, err := tx.q.Query(ctx, `SELECT fingerprint, length, rule_id FROM secret_fingerprints WHERE tenant_id = $1`, tenantID)
 	if err != nil {
 		return nil, err
 	}

@@ -13,13 +13,13 @@ import (
 // ServerKey returns the service key called name, creating a random 32-byte
 // key the first time. Concurrent first calls from several replicas agree:
 // the insert is ON CONFLICT DO NOTHING and everyone reads the row that won.
-func (db *DB) ServerKey(ctx context.Context, name string) ([]byte, error) {
+func (db *DB) ServerKey(ctx context.Context, name string) (_ []byte, err error) {
+	defer wrap(&err, "postgres.ServerKey")
 	k := make([]byte, 32)
 	if _, err := rand.Read(k); err != nil {
 		return nil, err
 	}
 	var key []byte
-	var err error
 	// A second attempt covers the race where another replica's insert
 	// committed after this statement's snapshot was taken: the insert then
 	// does nothing and the snapshot does not see the winner's row yet.

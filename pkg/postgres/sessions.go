@@ -24,8 +24,10 @@ type LoginState struct {
 }
 
 // CreateLoginState stores a state whose secret hashes to hash.
-func CreateLoginState(ctx context.Context, tx pgx.Tx, tenantID string, hash []byte, st LoginState, ttl time.Duration) error {
-	_, err := tx.Exec(ctx, `INSERT INTO login_states (tenant_id, secret_hash, kind, user_id, idp_id, verifier, nonce, return_to, browser_hash, expires_at)
+func (tx *Tx) CreateLoginState(ctx context.Context, hash []byte, st LoginState, ttl time.Duration) (err error) {
+	defer wrap(&err, "postgres.CreateLoginState")
+	tenantID := tx.tenantID
+	_, err = tx.q.Exec(ctx, `INSERT INTO login_states (tenant_id, secret_hash, kind, user_id, idp_id, verifier, nonce, return_to, browser_hash, expires_at)
 		VALUES ($1, $2, $3, nullif($4, '')::uuid, nullif($5, '')::uuid, $6, $7, $8, $9, now() + $10::interval)`,
 		tenantID, hash, st.Kind, st.UserID, st.IdPID, st.Verifier, st.Nonce, st.ReturnTo, st.BrowserHash, ttl.String())
 	return err
@@ -33,10 +35,12 @@ func CreateLoginState(ctx context.Context, tx pgx.Tx, tenantID string, hash []by
 
 // ConsumeLoginState marks a state used and returns it; unknown, expired and
 // already used states are one NotFound error.
-func ConsumeLoginState(ctx context.Context, tx pgx.Tx, tenantID string, hash []byte) (LoginState, error) {
+func (tx *Tx) ConsumeLoginState(ctx context.Context, hash []byte) (_ LoginState, err error) {
+	defer wrap(&err, "postgres.ConsumeLoginState")
+	tenantID := tx.tenantID
 	var st LoginState
 	var uid, idp *string
-	err := tx.QueryRow(ctx, `UPDATE login_states SET used_at = now()
+	err = tx.q.QueryRow(ctx, `UPDATE login_states SET used_at = now()
 		WHERE tenant_id = $1 AND secret_hash = $2 AND used_at IS NULL AND expires_at > now()
 		RETURNING id::text, kind, user_id::text, idp_id::text, verifier, nonce, return_to, browser_hash`, tenantID, hash).
 		Scan(&st.ID, &st.Kind, &uid, &idp, &st.Verifier, &st.Nonce, &st.ReturnTo, &st.BrowserHash)
@@ -51,7 +55,7 @@ func ConsumeLoginState(ctx context.Context, tx pgx.Tx, tenantID string, hash []b
 	}
 	// Old states are of no use; remove them opportunistically.
 	if err == nil {
-		_, err = tx.Exec(ctx, `DELETE FROM login_states WHERE tenant_id = $1 AND expires_at < now() - interval '1 day'`, tenantID)
+		_, err = tx.q.Exec(ctx, `DELETE FROM login_states WHERE tenant_id = $1 AND expires_at < now() - interval '1 day'`, tenantID)
 	}
 	return st, err
 }
@@ -74,9 +78,11 @@ type WebSession struct {
 }
 
 // CreateWebSession stores a session whose cookie secret hashes to hash.
-func CreateWebSession(ctx context.Context, tx pgx.Tx, tenantID string, hash []byte, userID string, breakGlass bool, idpID string, groups []string, ttl time.Duration) (string, error) {
+func (tx *Tx) CreateWebSession(ctx context.Context, hash []byte, userID string, breakGlass bool, idpID string, groups []string, ttl time.Duration) (_ string, err error) {
+	defer wrap(&err, "postgres.CreateWebSession")
+	tenantID := tx.tenantID
 	var id string
-	err := tx.QueryRow(ctx, `INSERT INTO web_sessions (tenant_id, session_hash, user_id, break_glass, idp_id, idp_groups, expires_at)
+	err = tx.q.QueryRow(ctx, `INSERT INTO web_sessions (tenant_id, session_hash, user_id, break_glass, idp_id, idp_groups, expires_at)
 		VALUES ($1, $2, $3, $4, nullif($5, '')::uuid, $6, now() + $7::interval) RETURNING id::text`,
 		tenantID, hash, userID, breakGlass, idpID, groups, ttl.String()).Scan(&id)
 	return id, err
@@ -84,14 +90,16 @@ func CreateWebSession(ctx context.Context, tx pgx.Tx, tenantID string, hash []by
 
 // WebSessionByHash reads an active session of the tenant with its user and
 // grant inputs.
-func (db *DB) WebSessionByHash(ctx context.Context, tenantID string, hash []byte) (WebSession, bool, error) {
+func (t TenantDB) WebSessionByHash(ctx context.Context, hash []byte) (_ WebSession, _ bool, err error) {
+	defer wrap(&err, "postgres.WebSessionByHash")
+	db, tenantID := t.db, t.tenantID
 	var s WebSession
 	found := false
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
 		var idp *string
 		var role, source *string
 		var since *time.Time
-		err := tx.QueryRow(ctx, `SELECT s.id::text, s.user_id::text, u.email, u.name, s.break_glass, s.idp_id::text, coalesce(s.idp_groups, '{}'), s.expires_at,
+		err := tx.q.QueryRow(ctx, `SELECT s.id::text, s.user_id::text, u.email, u.name, s.break_glass, s.idp_id::text, coalesce(s.idp_groups, '{}'), s.expires_at,
 				m.role, m.source, m.refreshed_at,
 				coalesce((SELECT array_agg(repository_id) FROM repo_memberships rm WHERE rm.tenant_id = s.tenant_id AND rm.user_id = s.user_id), '{}')
 			FROM web_sessions s
@@ -112,7 +120,7 @@ func (db *DB) WebSessionByHash(ctx context.Context, tenantID string, hash []byte
 		}
 		if idp != nil {
 			s.IdPID = *idp
-			rows, err := tx.Query(ctx, `SELECT m.group_name, m.role, m.repository_id FROM oidc_group_mappings m
+			rows, err := tx.q.Query(ctx, `SELECT m.group_name, m.role, m.repository_id FROM oidc_group_mappings m
 				JOIN identity_providers i ON i.tenant_id = m.tenant_id AND i.id = m.idp_id AND i.enabled
 				WHERE m.tenant_id = $1 AND m.idp_id = $2 AND m.group_name = ANY($3)`, tenantID, *idp, s.IdPGroups)
 			if err != nil {
@@ -133,15 +141,18 @@ func (db *DB) WebSessionByHash(ctx context.Context, tenantID string, hash []byte
 }
 
 // RevokeWebSession ends a session.
-func RevokeWebSession(ctx context.Context, tx pgx.Tx, tenantID string, hash []byte) error {
-	_, err := tx.Exec(ctx, `UPDATE web_sessions SET revoked_at = now() WHERE tenant_id = $1 AND session_hash = $2 AND revoked_at IS NULL`, tenantID, hash)
+func (tx *Tx) RevokeWebSession(ctx context.Context, hash []byte) (err error) {
+	defer wrap(&err, "postgres.RevokeWebSession")
+	tenantID := tx.tenantID
+	_, err = tx.q.Exec(ctx, `UPDATE web_sessions SET revoked_at = now() WHERE tenant_id = $1 AND session_hash = $2 AND revoked_at IS NULL`, tenantID, hash)
 	return err
 }
 
 // PurgeExpiredLoginStates deletes the sign-in states of every tenant that
 // have expired (used or not) and returns how many went. It runs through
 // the auth.maintenance function, which can reach expired rows only.
-func (db *DB) PurgeExpiredLoginStates(ctx context.Context) (int64, error) {
+func (db *DB) PurgeExpiredLoginStates(ctx context.Context) (_ int64, err error) {
+	defer wrap(&err, "postgres.PurgeExpiredLoginStates")
 	var n int64
 	if err := db.Pool.QueryRow(ctx, "SELECT purge_expired_login_states()").Scan(&n); err != nil {
 		return 0, codelotse.Wrap(codelotse.Unavailable, err, "purging expired login states")

@@ -125,11 +125,11 @@ func TestRLSCatalog(t *testing.T) {
 	u := addUser(t, env, a, "dev@acme.test", codelotse.RoleMember)
 	r := addRepo(t, env, a, "acme/api")
 	createToken(t, env, a, "dev@acme.test", "laptop", 30)
-	if err := env.App.InTenant(ctx, a, func(tx pgx.Tx) error {
-		if err := postgres.GrantRepository(ctx, tx, a, u.ID, r.ID); err != nil {
+	if err := env.App.InTenant(ctx, a, func(tx *postgres.Tx) error {
+		if err := tx.GrantRepository(ctx, u.ID, r.ID); err != nil {
 			return err
 		}
-		_, err := postgres.UpsertRule(ctx, tx, a, &r.ID, codelotse.Rule{Key: "k", Title: "t", Severity: codelotse.SeverityLow})
+		_, err := tx.UpsertRule(ctx, &r.ID, codelotse.Rule{Key: "k", Title: "t", Severity: codelotse.SeverityLow})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -187,8 +187,8 @@ func TestNoTenantSettingSurvivesTransaction(t *testing.T) {
 	defer one.Close()
 
 	var pid1, pid2 int
-	if err := one.InTenant(ctx, a, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid1)
+	if err := one.InTenant(ctx, a, func(tx *postgres.Tx) error {
+		return postgres.Raw(tx).QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid1)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestNoTenantSettingSurvivesTransaction(t *testing.T) {
 
 	// The batched single read sets the tenant for its query only.
 	var names []string
-	err = one.ReadTenant(ctx, b, "SELECT name FROM tenants", nil, func(rows pgx.Rows) error {
+	err = postgres.ReadTenant(ctx, one, b, "SELECT name FROM tenants", nil, func(rows pgx.Rows) error {
 		for rows.Next() {
 			var n string
 			if err := rows.Scan(&n); err != nil {
@@ -234,8 +234,8 @@ func TestNoTenantSettingSurvivesTransaction(t *testing.T) {
 	}
 
 	// A failed transaction does not leave the setting behind either.
-	_ = one.InTenant(ctx, a, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "SELECT 1/0")
+	_ = one.InTenant(ctx, a, func(tx *postgres.Tx) error {
+		_, err := postgres.Raw(tx).Exec(ctx, "SELECT 1/0")
 		return err
 	})
 	if err := one.Pool.QueryRow(ctx, "SELECT coalesce(current_setting('app.tenant_id', true), '')").Scan(&setting); err != nil {
@@ -256,9 +256,9 @@ func TestTenantIsolation(t *testing.T) {
 	addRepo(t, env, a, "acme/api")
 	addRepo(t, env, b, "bravo/web")
 
-	err := env.App.InTenant(ctx, a, func(tx pgx.Tx) error {
+	err := env.App.InTenant(ctx, a, func(tx *postgres.Tx) error {
 		var names []string
-		rows, err := tx.Query(ctx, "SELECT full_name FROM repositories")
+		rows, err := postgres.Raw(tx).Query(ctx, "SELECT full_name FROM repositories")
 		if err != nil {
 			return err
 		}
@@ -274,26 +274,26 @@ func TestTenantIsolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = env.App.InTenant(ctx, a, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "INSERT INTO repositories (tenant_id, full_name) VALUES ($1, 'evil/write')", b)
+	err = env.App.InTenant(ctx, a, func(tx *postgres.Tx) error {
+		_, err := postgres.Raw(tx).Exec(ctx, "INSERT INTO repositories (tenant_id, full_name) VALUES ($1, 'evil/write')", b)
 		return err
 	})
 	if err == nil || !strings.Contains(err.Error(), "row-level security") {
 		t.Errorf("insert into another tenant: err = %v, want a row-level security violation", err)
 	}
 	// UPDATE and DELETE without WHERE touch only the own tenant.
-	if err := env.App.InTenant(ctx, a, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "UPDATE repositories SET default_branch = 'x'"); err != nil {
+	if err := env.App.InTenant(ctx, a, func(tx *postgres.Tx) error {
+		if _, err := postgres.Raw(tx).Exec(ctx, "UPDATE repositories SET default_branch = 'x'"); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "DELETE FROM repositories")
+		_, err := postgres.Raw(tx).Exec(ctx, "DELETE FROM repositories")
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.App.InTenant(ctx, b, func(tx pgx.Tx) error {
+	if err := env.App.InTenant(ctx, b, func(tx *postgres.Tx) error {
 		var branch string
-		if err := tx.QueryRow(ctx, "SELECT default_branch FROM repositories WHERE full_name = 'bravo/web'").Scan(&branch); err != nil {
+		if err := postgres.Raw(tx).QueryRow(ctx, "SELECT default_branch FROM repositories WHERE full_name = 'bravo/web'").Scan(&branch); err != nil {
 			return err
 		}
 		if branch != "main" {
@@ -304,8 +304,8 @@ func TestTenantIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The runtime role may not rewrite the audit log.
-	err = env.App.InTenant(ctx, a, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "DELETE FROM audit_events")
+	err = env.App.InTenant(ctx, a, func(tx *postgres.Tx) error {
+		_, err := postgres.Raw(tx).Exec(ctx, "DELETE FROM audit_events")
 		return err
 	})
 	if err == nil || !strings.Contains(err.Error(), "permission denied") {
@@ -377,9 +377,9 @@ func seedTenant(t *testing.T, env *pgtest.Env, slug string) string {
 func addRepo(t *testing.T, env *pgtest.Env, tenantID, full string) codelotse.Repository {
 	t.Helper()
 	var r codelotse.Repository
-	err := env.App.InTenant(context.Background(), tenantID, func(tx pgx.Tx) error {
+	err := env.App.InTenant(context.Background(), tenantID, func(tx *postgres.Tx) error {
 		var err error
-		r, err = postgres.AddRepository(context.Background(), tx, tenantID, postgres.NewRepository{FullName: full})
+		r, err = tx.AddRepository(context.Background(), postgres.NewRepository{FullName: full})
 		return err
 	})
 	if err != nil {
@@ -391,9 +391,9 @@ func addRepo(t *testing.T, env *pgtest.Env, tenantID, full string) codelotse.Rep
 func addUser(t *testing.T, env *pgtest.Env, tenantID, email string, role codelotse.Role) codelotse.User {
 	t.Helper()
 	var u codelotse.User
-	err := env.App.InTenant(context.Background(), tenantID, func(tx pgx.Tx) error {
+	err := env.App.InTenant(context.Background(), tenantID, func(tx *postgres.Tx) error {
 		var err error
-		u, err = postgres.UpsertLocalUser(context.Background(), tx, tenantID, email, "", role, time.Now())
+		u, err = tx.UpsertLocalUser(context.Background(), email, "", role, time.Now())
 		return err
 	})
 	if err != nil {
@@ -410,12 +410,12 @@ func createToken(t *testing.T, env *pgtest.Env, tenantID, email, name string, da
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = env.App.InTenant(context.Background(), tenantID, func(tx pgx.Tx) error {
-		u, err := postgres.UserByEmail(context.Background(), tx, tenantID, email)
+	err = env.App.InTenant(context.Background(), tenantID, func(tx *postgres.Tx) error {
+		u, err := tx.UserByEmail(context.Background(), email)
 		if err != nil {
 			return err
 		}
-		_, err = postgres.CreateToken(context.Background(), tx, tenantID, postgres.NewToken{UserID: u.ID, Name: name, Secret: secret, ExpiresAt: exp}, now, postgres.Actor{Label: "test"})
+		_, err = tx.CreateToken(context.Background(), postgres.NewToken{UserID: u.ID, Name: name, Secret: secret, ExpiresAt: exp}, now, postgres.Actor{Label: "test"})
 		return err
 	})
 	if err != nil {
@@ -435,7 +435,7 @@ func TestReadTenantTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer one.Close()
-	err = one.ReadTenantTimeout(ctx, a, 100*time.Millisecond, "SELECT pg_sleep(2)", nil, func(pgx.Rows) error { return nil })
+	err = postgres.ReadTenantTimeout(ctx, one, a, 100*time.Millisecond, "SELECT pg_sleep(2)", nil, func(pgx.Rows) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "statement timeout") {
 		t.Fatalf("slow query under a 100 ms timeout: err = %v", err)
 	}

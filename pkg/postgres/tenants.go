@@ -16,7 +16,8 @@ var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // TenantIDBySlug resolves a slug through the auth.signin function, the one
 // cross-tenant read allowed before a tenant is known.
-func (db *DB) TenantIDBySlug(ctx context.Context, slug string) (string, error) {
+func (db *DB) TenantIDBySlug(ctx context.Context, slug string) (_ string, err error) {
+	defer wrap(&err, "postgres.TenantIDBySlug")
 	// A slug from a URL can hold anything (%00 decodes to a NUL byte, which
 	// PostgreSQL refuses in text); only the shape the schema allows can name
 	// a tenant, so anything else is simply not found.
@@ -43,13 +44,14 @@ type NewTenant struct {
 
 // CreateTenant creates a tenant and its settings row. The new id is chosen
 // first so that the insert itself runs under the tenant policy.
-func (db *DB) CreateTenant(ctx context.Context, nt NewTenant, actor string) (codelotse.Tenant, error) {
+func (db *DB) CreateTenant(ctx context.Context, nt NewTenant, actor string) (_ codelotse.Tenant, err error) {
+	defer wrap(&err, "postgres.CreateTenant")
 	var t codelotse.Tenant
 	if err := db.Pool.QueryRow(ctx, "SELECT gen_random_uuid()::text").Scan(&t.ID); err != nil {
 		return t, err
 	}
-	err := db.InTenant(ctx, t.ID, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `INSERT INTO tenants (id, slug, name, github_installation_id)
+	err = db.InTenant(ctx, t.ID, func(tx *Tx) error {
+		err := tx.q.QueryRow(ctx, `INSERT INTO tenants (id, slug, name, github_installation_id)
 			VALUES ($1, $2, $3, $4) RETURNING slug, name, created_at`,
 			t.ID, nt.Slug, nt.Name, nt.GitHubInstallationID).Scan(&t.Slug, &t.Name, &t.CreatedAt)
 		switch {
@@ -62,21 +64,23 @@ func (db *DB) CreateTenant(ctx context.Context, nt NewTenant, actor string) (cod
 		case err != nil:
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO tenant_settings (tenant_id, settings) VALUES ($1, jsonb_build_object('mcp', jsonb_build_object('enabled', $2::boolean)))`,
+		if _, err := tx.q.Exec(ctx, `INSERT INTO tenant_settings (tenant_id, settings) VALUES ($1, jsonb_build_object('mcp', jsonb_build_object('enabled', $2::boolean)))`,
 			t.ID, nt.MCPEnabled); err != nil {
 			return err
 		}
 		t.MCPEnabled = nt.MCPEnabled
-		return insertAudit(ctx, tx, t.ID, Actor{Label: actor}, "tenant.created", nt.Slug, map[string]any{"mcp_enabled": nt.MCPEnabled})
+		return tx.insertAudit(ctx, Actor{Label: actor}, "tenant.created", nt.Slug, map[string]any{"mcp_enabled": nt.MCPEnabled})
 	})
 	return t, err
 }
 
 // GetTenant reads a tenant with its MCP switch.
-func GetTenant(ctx context.Context, tx pgx.Tx, tenantID string) (codelotse.Tenant, error) {
+func (tx *Tx) GetTenant(ctx context.Context) (_ codelotse.Tenant, err error) {
+	defer wrap(&err, "postgres.GetTenant")
+	tenantID := tx.tenantID
 	var t codelotse.Tenant
 	var settings []byte
-	err := tx.QueryRow(ctx, `SELECT t.id::text, t.slug, t.name, t.created_at, coalesce(s.settings, '{}')
+	err = tx.q.QueryRow(ctx, `SELECT t.id::text, t.slug, t.name, t.created_at, coalesce(s.settings, '{}')
 		FROM tenants t LEFT JOIN tenant_settings s ON s.tenant_id = t.id WHERE t.id = $1`, tenantID).
 		Scan(&t.ID, &t.Slug, &t.Name, &t.CreatedAt, &settings)
 	if err != nil {
@@ -96,17 +100,19 @@ func GetTenant(ctx context.Context, tx pgx.Tx, tenantID string) (codelotse.Tenan
 
 // SetMCPEnabled switches MCP for a tenant and writes the audit event in the
 // same transaction. It reports whether the value changed.
-func SetMCPEnabled(ctx context.Context, tx pgx.Tx, tenantID string, enabled bool, actor Actor) (changed bool, err error) {
+func (tx *Tx) SetMCPEnabled(ctx context.Context, enabled bool, actor Actor) (changed bool, err error) {
+	defer wrap(&err, "postgres.SetMCPEnabled")
+	tenantID := tx.tenantID
 	var before bool
-	err = tx.QueryRow(ctx, `SELECT coalesce((settings #>> '{mcp,enabled}')::boolean, false)
+	err = tx.q.QueryRow(ctx, `SELECT coalesce((settings #>> '{mcp,enabled}')::boolean, false)
 		FROM tenant_settings WHERE tenant_id = $1 FOR UPDATE`, tenantID).Scan(&before)
 	if errors.Is(err, pgx.ErrNoRows) {
-		_, err = tx.Exec(ctx, `INSERT INTO tenant_settings (tenant_id) VALUES ($1)`, tenantID)
+		_, err = tx.q.Exec(ctx, `INSERT INTO tenant_settings (tenant_id) VALUES ($1)`, tenantID)
 	}
 	if err != nil {
 		return false, err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE tenant_settings
+	if _, err := tx.q.Exec(ctx, `UPDATE tenant_settings
 		SET settings = jsonb_set(settings, '{mcp}', coalesce(settings->'mcp', '{}') || jsonb_build_object('enabled', $2::boolean)),
 		    updated_at = now()
 		WHERE tenant_id = $1`, tenantID, enabled); err != nil {
@@ -115,7 +121,7 @@ func SetMCPEnabled(ctx context.Context, tx pgx.Tx, tenantID string, enabled bool
 	if before == enabled {
 		return false, nil
 	}
-	return true, insertAudit(ctx, tx, tenantID, actor, "mcp.switched", "", map[string]any{"enabled": enabled})
+	return true, tx.insertAudit(ctx, actor, "mcp.switched", "", map[string]any{"enabled": enabled})
 }
 
 // TenantGitHub is a tenant's binding to a GitHub App installation.
@@ -126,25 +132,31 @@ type TenantGitHub struct {
 }
 
 // GetTenantGitHub reads the installation binding.
-func GetTenantGitHub(ctx context.Context, tx pgx.Tx, tenantID string) (TenantGitHub, error) {
+func (tx *Tx) GetTenantGitHub(ctx context.Context) (_ TenantGitHub, err error) {
+	defer wrap(&err, "postgres.GetTenantGitHub")
+	tenantID := tx.tenantID
 	var g TenantGitHub
-	err := tx.QueryRow(ctx, `SELECT slug, github_installation_id, github_account_id FROM tenants WHERE id = $1`, tenantID).
+	err = tx.q.QueryRow(ctx, `SELECT slug, github_installation_id, github_account_id FROM tenants WHERE id = $1`, tenantID).
 		Scan(&g.Slug, &g.InstallationID, &g.AccountID)
 	return g, notFound(err, "tenant not found")
 }
 
 // SetTenantGitHubAccount records the installation's account id the first
 // time it is seen (tenants map to installations by ids, never by login).
-func SetTenantGitHubAccount(ctx context.Context, tx pgx.Tx, tenantID string, accountID int64) error {
-	_, err := tx.Exec(ctx, `UPDATE tenants SET github_account_id = $2 WHERE id = $1 AND github_account_id IS NULL`, tenantID, accountID)
+func (tx *Tx) SetTenantGitHubAccount(ctx context.Context, accountID int64) (err error) {
+	defer wrap(&err, "postgres.SetTenantGitHubAccount")
+	tenantID := tx.tenantID
+	_, err = tx.q.Exec(ctx, `UPDATE tenants SET github_account_id = $2 WHERE id = $1 AND github_account_id IS NULL`, tenantID, accountID)
 	return err
 }
 
 // UpsertGitHubRepository registers or updates a repository seen through
 // the GitHub App and returns its id.
-func UpsertGitHubRepository(ctx context.Context, tx pgx.Tx, tenantID string, githubID int64, fullName, defaultBranch, url string, private bool) (int64, error) {
+func (tx *Tx) UpsertGitHubRepository(ctx context.Context, githubID int64, fullName, defaultBranch, url string, private bool) (_ int64, err error) {
+	defer wrap(&err, "postgres.UpsertGitHubRepository")
+	tenantID := tx.tenantID
 	var id int64
-	err := tx.QueryRow(ctx, `UPDATE repositories SET github_id = $2, full_name = $3, default_branch = coalesce(nullif($4, ''), default_branch),
+	err = tx.q.QueryRow(ctx, `UPDATE repositories SET github_id = $2, full_name = $3, default_branch = coalesce(nullif($4, ''), default_branch),
 			url = coalesce(nullif($5, ''), url), private = $6
 		WHERE tenant_id = $1 AND (github_id = $2 OR (github_id IS NULL AND lower(full_name) = lower($3))) RETURNING id`,
 		tenantID, githubID, fullName, defaultBranch, url, private).Scan(&id)
@@ -154,19 +166,21 @@ func UpsertGitHubRepository(ctx context.Context, tx pgx.Tx, tenantID string, git
 	if defaultBranch == "" {
 		defaultBranch = "main"
 	}
-	err = tx.QueryRow(ctx, `INSERT INTO repositories (tenant_id, github_id, full_name, default_branch, url, private)
+	err = tx.q.QueryRow(ctx, `INSERT INTO repositories (tenant_id, github_id, full_name, default_branch, url, private)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, tenantID, githubID, fullName, defaultBranch, url, private).Scan(&id)
 	return id, err
 }
 
 // AuditSignIn records a sign-in.
-func AuditSignIn(ctx context.Context, tx pgx.Tx, tenantID, userID, email, method string) error {
-	return insertAudit(ctx, tx, tenantID, Actor{UserID: userID, Label: email}, "user.signed_in", email, map[string]any{"method": method})
+func (tx *Tx) AuditSignIn(ctx context.Context, userID, email, method string) (err error) {
+	defer wrap(&err, "postgres.AuditSignIn")
+	return tx.insertAudit(ctx, Actor{UserID: userID, Label: email}, "user.signed_in", email, map[string]any{"method": method})
 }
 
 // TenantIDByInstallation routes a webhook to its tenant (purpose
 // webhook.route); "" when no tenant is bound to the installation.
-func (db *DB) TenantIDByInstallation(ctx context.Context, installationID int64) (string, error) {
+func (db *DB) TenantIDByInstallation(ctx context.Context, installationID int64) (_ string, err error) {
+	defer wrap(&err, "postgres.TenantIDByInstallation")
 	var id *string
 	if err := db.Pool.QueryRow(ctx, "SELECT tenant_id_by_installation($1)::text", installationID).Scan(&id); err != nil {
 		return "", err
@@ -180,16 +194,20 @@ func (db *DB) TenantIDByInstallation(ctx context.Context, installationID int64) 
 // RecordDelivery records a webhook delivery; false when it was seen before:
 // the same delivery id (a redelivery), or the same body under another id (a
 // replay, recognised by the body's SHA-256).
-func RecordDelivery(ctx context.Context, tx pgx.Tx, tenantID, deliveryID, event string, bodySHA256 []byte) (bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO github_deliveries (tenant_id, delivery_id, event, body_sha256) VALUES ($1, $2, $3, $4)
+func (tx *Tx) RecordDelivery(ctx context.Context, deliveryID, event string, bodySHA256 []byte) (_ bool, err error) {
+	defer wrap(&err, "postgres.RecordDelivery")
+	tenantID := tx.tenantID
+	tag, err := tx.q.Exec(ctx, `INSERT INTO github_deliveries (tenant_id, delivery_id, event, body_sha256) VALUES ($1, $2, $3, $4)
 		ON CONFLICT DO NOTHING`, tenantID, deliveryID, event, bodySHA256)
 	return tag.RowsAffected() == 1, err
 }
 
 // RepositoryIDByGitHubID maps a GitHub repository id to the tenant's id.
-func RepositoryIDByGitHubID(ctx context.Context, tx pgx.Tx, tenantID string, githubID int64) (int64, bool, error) {
+func (tx *Tx) RepositoryIDByGitHubID(ctx context.Context, githubID int64) (_ int64, _ bool, err error) {
+	defer wrap(&err, "postgres.RepositoryIDByGitHubID")
+	tenantID := tx.tenantID
 	var id int64
-	err := tx.QueryRow(ctx, `SELECT id FROM repositories WHERE tenant_id = $1 AND github_id = $2`, tenantID, githubID).Scan(&id)
+	err = tx.q.QueryRow(ctx, `SELECT id FROM repositories WHERE tenant_id = $1 AND github_id = $2`, tenantID, githubID).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -198,7 +216,8 @@ func RepositoryIDByGitHubID(ctx context.Context, tx pgx.Tx, tenantID string, git
 
 // TenantsWithInstallation lists the tenants bound to a GitHub installation
 // (purpose worker.schedule).
-func (db *DB) TenantsWithInstallation(ctx context.Context) ([]string, error) {
+func (db *DB) TenantsWithInstallation(ctx context.Context) (_ []string, err error) {
+	defer wrap(&err, "postgres.TenantsWithInstallation")
 	rows, err := db.Pool.Query(ctx, "SELECT id::text FROM tenants_with_installation() AS id")
 	if err != nil {
 		return nil, err

@@ -26,7 +26,9 @@ type NewToken struct {
 // CreateToken stores a token after checking the per-person limit, and writes
 // the audit event in the same transaction. The user's row is locked first so
 // that two concurrent creations cannot both pass the limit.
-func CreateToken(ctx context.Context, tx pgx.Tx, tenantID string, nt NewToken, now time.Time, actor Actor) (codelotse.Token, error) {
+func (tx *Tx) CreateToken(ctx context.Context, nt NewToken, now time.Time, actor Actor) (_ codelotse.Token, err error) {
+	defer wrap(&err, "postgres.CreateToken")
+	tenantID := tx.tenantID
 	var t codelotse.Token
 	if !tokens.Valid(nt.Secret) {
 		return t, codelotse.Errorf(codelotse.Internal, "refusing to store a malformed token")
@@ -39,19 +41,19 @@ func CreateToken(ctx context.Context, tx pgx.Tx, tenantID string, nt NewToken, n
 		return t, codelotse.Errorf(codelotse.Invalid, "expiry must be %d to %d days", tokens.MinExpiryDays, tokens.MaxExpiryDays)
 	}
 	var email string
-	err = tx.QueryRow(ctx, `SELECT email FROM users WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`,
+	err = tx.q.QueryRow(ctx, `SELECT email FROM users WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`,
 		tenantID, nt.UserID).Scan(&email)
 	if err != nil {
 		return t, notFound(err, "user not found")
 	}
-	active, err := activeAccess(ctx, tx, tenantID, nt.UserID, now)
+	active, err := tx.activeAccess(ctx, nt.UserID, now)
 	if err != nil {
 		return t, err
 	}
 	if active >= tokens.MaxActive {
 		return t, codelotse.Errorf(codelotse.Conflict, "you already have %d active tokens, the most allowed; revoke one first", tokens.MaxActive)
 	}
-	err = tx.QueryRow(ctx, `INSERT INTO mcp_tokens (tenant_id, user_id, name, token_hash, last4, scope, created_at, expires_at, idp_id, idp_groups)
+	err = tx.q.QueryRow(ctx, `INSERT INTO mcp_tokens (tenant_id, user_id, name, token_hash, last4, scope, created_at, expires_at, idp_id, idp_groups)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		RETURNING id::text, created_at, expires_at`,
 		tenantID, nt.UserID, name, tokens.Hash(nt.Secret), tokens.Last4(nt.Secret), codelotse.ScopeMCPRead, now, nt.ExpiresAt, nt.IdPID, nt.IdPGroups).
@@ -60,15 +62,16 @@ func CreateToken(ctx context.Context, tx pgx.Tx, tenantID string, nt NewToken, n
 		return t, err
 	}
 	t.TenantID, t.UserID, t.UserEmail, t.Name, t.Last4, t.Scope = tenantID, nt.UserID, email, name, tokens.Last4(nt.Secret), codelotse.ScopeMCPRead
-	return t, insertAudit(ctx, tx, tenantID, actor, "token.created", t.ID, map[string]any{"name": name, "user": email, "expires_at": t.ExpiresAt})
+	return t, tx.insertAudit(ctx, actor, "token.created", t.ID, map[string]any{"name": name, "user": email, "expires_at": t.ExpiresAt})
 }
 
 // activeAccess counts what a person holds toward the 10-active limit:
 // active personal access tokens and active OAuth grants (one entry per
 // grant, however many short-lived access tokens it has issued).
-func activeAccess(ctx context.Context, tx pgx.Tx, tenantID, userID string, now time.Time) (int, error) {
+func (tx *Tx) activeAccess(ctx context.Context, userID string, now time.Time) (int, error) {
+	tenantID := tx.tenantID
 	var n int
-	err := tx.QueryRow(ctx, `SELECT
+	err := tx.q.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM mcp_tokens
 		  WHERE tenant_id = $1 AND user_id = $2 AND oauth_grant_id IS NULL AND revoked_at IS NULL AND expires_at > $3)
 		+ (SELECT count(*) FROM oauth_grants
@@ -81,9 +84,11 @@ func activeAccess(ctx context.Context, tx pgx.Tx, tenantID, userID string, now t
 // that user's token can be revoked (members revoke their own; admins and
 // operators pass ""). Revoking an already revoked token is not an error and
 // writes no second event.
-func RevokeToken(ctx context.Context, tx pgx.Tx, tenantID, tokenID, userID string, actor Actor) error {
+func (tx *Tx) RevokeToken(ctx context.Context, tokenID, userID string, actor Actor) (err error) {
+	defer wrap(&err, "postgres.RevokeToken")
+	tenantID := tx.tenantID
 	var revoked *time.Time
-	err := tx.QueryRow(ctx, `SELECT revoked_at FROM mcp_tokens
+	err = tx.q.QueryRow(ctx, `SELECT revoked_at FROM mcp_tokens
 		WHERE tenant_id = $1 AND id::text = $2 AND ($3 = '' OR user_id::text = $3) AND oauth_grant_id IS NULL FOR UPDATE`,
 		tenantID, tokenID, userID).Scan(&revoked)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -92,17 +97,19 @@ func RevokeToken(ctx context.Context, tx pgx.Tx, tenantID, tokenID, userID strin
 	if err != nil || revoked != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE mcp_tokens SET revoked_at = now() WHERE tenant_id = $1 AND id::text = $2`, tenantID, tokenID); err != nil {
+	if _, err := tx.q.Exec(ctx, `UPDATE mcp_tokens SET revoked_at = now() WHERE tenant_id = $1 AND id::text = $2`, tenantID, tokenID); err != nil {
 		return err
 	}
-	return insertAudit(ctx, tx, tenantID, actor, "token.revoked", tokenID, nil)
+	return tx.insertAudit(ctx, actor, "token.revoked", tokenID, nil)
 }
 
 // ListTokens lists the personal access tokens of a tenant, or of one user
 // when userID is set, newest first. Access tokens of OAuth clients are
 // listed as their grants (ListGrants).
-func ListTokens(ctx context.Context, tx pgx.Tx, tenantID, userID string) ([]codelotse.Token, error) {
-	rows, err := tx.Query(ctx, `SELECT t.id::text, t.user_id::text, u.email, t.name, t.last4, t.scope,
+func (tx *Tx) ListTokens(ctx context.Context, userID string) (_ []codelotse.Token, err error) {
+	defer wrap(&err, "postgres.ListTokens")
+	tenantID := tx.tenantID
+	rows, err := tx.q.Query(ctx, `SELECT t.id::text, t.user_id::text, u.email, t.name, t.last4, t.scope,
 			t.created_at, t.expires_at, t.revoked_at, t.last_used_at
 		FROM mcp_tokens t JOIN users u ON u.tenant_id = t.tenant_id AND u.id = t.user_id
 		WHERE t.tenant_id = $1 AND ($2 = '' OR t.user_id::text = $2) AND t.oauth_grant_id IS NULL
@@ -145,6 +152,7 @@ type TokenFacts struct {
 // resource it was issued for, and only while its tenant allows OAuth
 // clients. found is false for unknown hashes.
 func (db *DB) AuthToken(ctx context.Context, hash []byte, resource string) (f TokenFacts, found bool, err error) {
+	defer wrap(&err, "postgres.AuthToken")
 	var role, source *string
 	var since *time.Time
 	var groups, roles []string
@@ -177,9 +185,11 @@ func (db *DB) AuthToken(ctx context.Context, hash []byte, resource string) (f To
 
 // TouchToken records use of a token, at most once a minute: the WHERE
 // clause makes a second touch within the minute a no-op.
-func (db *DB) TouchToken(ctx context.Context, tenantID, tokenID string) error {
-	return db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE mcp_tokens SET last_used_at = now()
+func (t TenantDB) TouchToken(ctx context.Context, tokenID string) (err error) {
+	defer wrap(&err, "postgres.TouchToken")
+	db, tenantID := t.db, t.tenantID
+	return db.InTenant(ctx, tenantID, func(tx *Tx) error {
+		_, err := tx.q.Exec(ctx, `UPDATE mcp_tokens SET last_used_at = now()
 			WHERE tenant_id = $1 AND id = $2 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
 			tenantID, tokenID)
 		return err

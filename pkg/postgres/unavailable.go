@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strings"
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -43,13 +42,8 @@ func classifyConn(err error) error {
 // connection, as opposed to a failing statement. It is classified by type
 // and SQLSTATE, never by message text.
 func isConnFailure(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		// Class 08 is "connection exception"; 57P01–57P03 are the server
-		// terminating sessions for a shutdown (pg_ctl stop/restart), after a
-		// crash, or refusing them while it starts up. A statement timeout
-		// (57014) is a failing statement, not an outage.
-		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	if code := sqlState(err); code != "" {
+		return isConnState(code)
 	}
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) {

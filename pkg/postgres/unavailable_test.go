@@ -40,15 +40,15 @@ func TestConnectionLossIsUnavailable(t *testing.T) {
 	ctx := context.Background()
 	tenant := "00000000-0000-0000-0000-000000000001"
 	read := func(db *postgres.DB, sql string) error {
-		return db.ReadTenant(ctx, tenant, sql, nil, func(rows pgx.Rows) error {
+		return postgres.ReadTenant(ctx, db, tenant, sql, nil, func(rows pgx.Rows) error {
 			for rows.Next() {
 			}
 			return rows.Err()
 		})
 	}
 	tx := func(db *postgres.DB) error {
-		return db.InTenant(ctx, tenant, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, "SELECT 1")
+		return db.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+			_, err := postgres.Raw(tx).Exec(ctx, "SELECT 1")
 			return err
 		})
 	}
@@ -102,7 +102,7 @@ func TestConnectionLossIsUnavailable(t *testing.T) {
 		// A request whose client went away is not an outage either.
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		err = db.ReadTenant(cctx, tenant, "SELECT 1", nil, func(pgx.Rows) error { return nil })
+		err = postgres.ReadTenant(cctx, db, tenant, "SELECT 1", nil, func(pgx.Rows) error { return nil })
 		if err == nil || codelotse.ErrorCode(err) == codelotse.Unavailable {
 			t.Errorf("a canceled request: %v (code %s), want an error that is not Unavailable", err, codelotse.ErrorCode(err))
 		}

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/safehttp"
 )
@@ -177,9 +175,9 @@ func MembershipRefreshInterval(getenv func(string) string) (time.Duration, error
 
 // RuntimePoolConfig is the connection of the API and worker: APP_DATABASE_URL
 // when set, otherwise DATABASE_URL with the runtime role as user.
-func (c Config) RuntimePoolConfig() (*pgxpool.Config, error) {
+func (c Config) RuntimePoolConfig() (*postgres.PoolConfig, error) {
 	if c.AppDatabaseURL != "" {
-		cfg, err := pgxpool.ParseConfig(c.AppDatabaseURL)
+		cfg, err := postgres.ParsePoolConfig(c.AppDatabaseURL)
 		if err != nil {
 			return nil, fmt.Errorf("APP_DATABASE_URL is not a valid PostgreSQL connection string")
 		}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/codelotse/codelotse/pkg/jobs"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -91,7 +90,7 @@ func New(t testing.TB) *Env {
 		t.Fatalf("pgtest: connect to test database: %v", err)
 	}
 	if _, err := postgres.Migrate(ctx, conn, postgres.MigrateOptions{Roles: roles,
-		BeforeSchema: func(ctx context.Context) error { return jobs.Migrate(ctx, env.AdminURL, roles.Owner) }}); err != nil {
+		BeforeSchema: func(ctx context.Context) error { return postgres.MigrateRiver(ctx, env.AdminURL, roles.Owner) }}); err != nil {
 		conn.Close(ctx)
 		t.Fatalf("pgtest: migrate: %v", err)
 	}
@@ -148,4 +147,20 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// AdminStrings runs sql as the administrator (no row-level security in the
+// way) and returns the first column of every row, which must be text. It is
+// how tests outside pkg/postgres read rows without importing pgx.
+func (env *Env) AdminStrings(t testing.TB, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := env.Admin.Pool.Query(context.Background(), sql, args...)
+	if err != nil {
+		t.Fatalf("pgtest: %s: %v", sql, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("pgtest: %s: %v", sql, err)
+	}
+	return out
 }

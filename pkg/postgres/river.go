@@ -1,0 +1,106 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+// River keeps its jobs in this database and is generic over the driver's
+// transaction type, pgx.Tx. The River seam is here so that pkg/jobs uses
+// River's API (workers, job args, insert options) without naming pgx: it
+// builds clients with DB.NewRiverClient, holds them as *RiverClient and
+// inserts inside a tenant transaction with Tx.InsertJob.
+
+// RiverClient is a River client on this package's pool.
+type RiverClient = river.Client[pgx.Tx]
+
+// NewRiverClient returns a River client on db's pool.
+func (db *DB) NewRiverClient(cfg *river.Config) (_ *RiverClient, err error) {
+	defer wrap(&err, "postgres.NewRiverClient")
+	return river.NewClient(riverpgxv5.New(db.Pool), cfg)
+}
+
+// RiverClientFromContext is the client working the current job (River puts
+// it in the context of Work).
+func RiverClientFromContext(ctx context.Context) *RiverClient {
+	return river.ClientFromContext[pgx.Tx](ctx)
+}
+
+// InsertJob inserts a job in the transaction, so that it exists exactly when
+// the transaction's other changes do. It reports whether the job is new (a
+// duplicate of a waiting or running unique job is skipped).
+func (tx *Tx) InsertJob(ctx context.Context, c *RiverClient, args river.JobArgs) (inserted bool, err error) {
+	defer wrap(&err, "postgres.InsertJob")
+	res, err := c.InsertTx(ctx, tx.q, args, nil)
+	if err != nil {
+		return false, err
+	}
+	return !res.UniqueSkippedAsDuplicate, nil
+}
+
+// MigrateRiver creates or updates River's tables, owned by the owner role:
+// it connects with adminURL and acts as owner for the whole run.
+func MigrateRiver(ctx context.Context, adminURL, ownerRole string) (err error) {
+	defer wrap(&err, "postgres.MigrateRiver")
+	cfg, err := pgxpool.ParseConfig(adminURL)
+	if err != nil {
+		return err
+	}
+	cfg.MaxConns = 2
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET ROLE "+pgx.Identifier{ownerRole}.Sanitize())
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return err
+	}
+	_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	return err
+}
+
+// PendingJobs counts a tenant's jobs on queue that have not finished, and
+// those that failed for good since since. River's table has no tenant
+// column and no row-level security; the tenant is in the job's arguments.
+func (db *DB) PendingJobs(ctx context.Context, queue, tenantID string, since time.Time) (pending, failed int, err error) {
+	defer wrap(&err, "postgres.PendingJobs")
+	err = db.Pool.QueryRow(ctx, `SELECT
+			count(*) FILTER (WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled')),
+			count(*) FILTER (WHERE state = 'discarded' AND finalized_at >= $2)
+		FROM river_job WHERE queue = $3 AND args->>'tenant_id' = $1`, tenantID, since, queue).Scan(&pending, &failed)
+	return pending, failed, err
+}
+
+// TryAdvisoryLock takes a session advisory lock on key on a connection of
+// its own, held until release is called. ok is false (and release nil) when
+// another session holds it.
+func (db *DB) TryAdvisoryLock(ctx context.Context, key int64) (release func(), ok bool, err error) {
+	defer wrap(&err, "postgres.TryAdvisoryLock")
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, classifyConn(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, false, classifyConn(err)
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	return func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", key)
+		conn.Release()
+	}, true, nil
+}
