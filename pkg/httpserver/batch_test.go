@@ -88,40 +88,6 @@ func TestBatchCannotEscapeBudgetOrCap(t *testing.T) {
 	}
 }
 
-// TestAnswerIsBoundedInMemory: an SDK answer larger than MaxAnswerBytes is
-// neither buffered whole nor sent: the request fails with a JSON-RPC error.
-func TestAnswerIsBoundedInMemory(t *testing.T) {
-	srv, secret := edgeFixture(t, nil, io.Discard)
-	var wrote int
-	var lastErr error
-	srv.mcp = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		chunk := []byte(strings.Repeat("x", 64<<10))
-		for range 64 { // 4 MiB in all
-			n, err := w.Write(chunk)
-			wrote += n
-			if err != nil {
-				lastErr = err
-				return
-			}
-		}
-	})
-	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, mcpRequest(secret, nil))
-	if lastErr == nil || wrote > MaxAnswerBytes {
-		t.Errorf("the recorder accepted %d bytes (bound %d), err %v", wrote, MaxAnswerBytes, lastErr)
-	}
-	if rec.Code != http.StatusInternalServerError {
-		t.Errorf("status %d", rec.Code)
-	}
-	if code, _ := rpcError(t, rec.Body.Bytes()); code != -32603 {
-		t.Errorf("code %d", code)
-	}
-	if rec.Body.Len() > 1024 {
-		t.Errorf("the oversized answer was sent (%d bytes)", rec.Body.Len())
-	}
-}
-
 // TestWrongContentTypeIsAJSONRPC400: a wrong or missing Content-Type (or an
 // Accept without JSON) is the client's mistake: 400 with a JSON-RPC body.
 func TestWrongContentTypeIsAJSONRPC400(t *testing.T) {

@@ -104,7 +104,7 @@ type Server struct {
 	cfg       Config
 	echo      *echo.Echo
 	origins   map[string]bool
-	mcp       http.Handler
+	mcp       *mcpserver.Endpoint
 	templates *template.Template
 	tel       *telemetry.Telemetry
 	// webhookSlots bounds the webhook bodies read at once.
@@ -150,11 +150,12 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
 	}
-	s := &Server{cfg: cfg, echo: e, origins: origins, mcp: mcpserver.Handler(cfg.Logger), templates: tpl, tel: cfg.Telemetry,
+	s := &Server{cfg: cfg, echo: e, origins: origins, templates: tpl, tel: cfg.Telemetry,
 		webhookSlots: make(chan struct{}, webhookSlots)}
 	if s.tel == nil {
 		s.tel = telemetry.Disabled()
 	}
+	s.mcp = mcpserver.NewEndpoint(cfg.MCP, s.tel)
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.recoverer, s.accessLog, s.plainInput)
 	s.routes()
@@ -297,7 +298,12 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			c.Error(err)
 		}
-		method := known(c.Request().Method, []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+		// The label is bounded to the methods HTTP defines for us, so a
+		// client cannot multiply metric series.
+		method := c.Request().Method
+		if !slices.Contains([]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}, method) {
+			method = "_OTHER"
+		}
 		endSpan(c.Response().Status)
 		s.tel.RecordHTTP(ctx, method, route, c.Response().Status, time.Since(start))
 		s.cfg.Logger.Info("request",

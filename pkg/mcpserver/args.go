@@ -145,15 +145,6 @@ func jsonKind(k string) string {
 	return k
 }
 
-// clamp bounds an optional integer argument: nil gives def, and values
-// outside [lo, hi] are clamped (documented in docs/tools.md).
-func clamp(v *int, lo, hi, def int) int {
-	if v == nil {
-		return def
-	}
-	return max(lo, min(hi, *v))
-}
-
 // maxCursorBytes bounds a cursor before it is decoded: a real one is a few
 // ids and a MAC, well under 200 bytes.
 const maxCursorBytes = 512
@@ -233,19 +224,19 @@ func (d *Deps) cursorKey() []byte {
 
 // repositoryArg reads a repository argument that may be a full name or a
 // numeric id (agents send both as strings and as numbers).
-func repositoryArg(raw json.RawMessage) (ref string, given bool, err error) {
+func repositoryArg(raw repoRef) (ref string, given bool, err error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", false, nil
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if json.Unmarshal([]byte(raw), &s) == nil {
 		if strings.TrimSpace(s) == "" {
 			return "", false, codelotse.Errorf(codelotse.Invalid, "Invalid argument \"repository\": pass an id or owner/name.")
 		}
 		return s, true, nil
 	}
 	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
+	if json.Unmarshal([]byte(raw), &n) == nil {
 		if _, err := n.Int64(); err == nil {
 			return n.String(), true, nil
 		}

@@ -81,7 +81,7 @@ func BenchmarkSearchCode(b *testing.B) {
 				lat := make([]time.Duration, 0, b.N)
 				for i := 0; i < b.N; i++ {
 					start := time.Now()
-					doc, err := runSearchCode(context.Background(), sess, args)
+					doc, err := searchCode.run(context.Background(), sess, args)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -100,8 +100,8 @@ func TestCursorsArePositionsBoundToThePrincipal(t *testing.T) {
 		args  map[string]any
 		other map[string]any // other arguments for the same tool
 	}{
-		{"list_repositories", runListRepositories, map[string]any{"query": "acme/", "limit": 1}, map[string]any{"query": "acme/r", "limit": 1}},
-		{"search_findings", runSearchFindings, map[string]any{"query": "Finding", "limit": 2}, map[string]any{"query": "Findin", "limit": 2}},
+		{"list_repositories", listRepositories.run, map[string]any{"query": "acme/", "limit": 1}, map[string]any{"query": "acme/r", "limit": 1}},
+		{"search_findings", searchFindings.run, map[string]any{"query": "Finding", "limit": 2}, map[string]any{"query": "Findin", "limit": 2}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.tool, func(t *testing.T) {

@@ -49,15 +49,15 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// testServer serves the MCP handler with a fresh server per request, as
-// the API does, without authentication (tools/list reads no data).
+// testServer serves the MCP endpoint, as the API does, for a fixed caller
+// without authentication (tools/list reads no data).
 func testServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	deps := &Deps{Shaper: shape.New(secretscan.New()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SchemaCache: NewSchemaCache()}
-	h := Handler(deps.Logger)
+	h := NewEndpoint(deps, nil)
+	caller := Caller{Principal: codelotse.Principal{TenantID: "t", UserID: "u", Kind: "token"}, Grants: codelotse.Grants{Source: "github"}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s := New(deps, codelotse.Principal{TenantID: "t", UserID: "u", Kind: "token"}, codelotse.Grants{Source: "github"})
-		h.ServeHTTP(w, r.WithContext(WithServer(r.Context(), s)))
+		h.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), caller)))
 	}))
 	t.Cleanup(srv.Close)
 	return srv

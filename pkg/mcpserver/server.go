@@ -1,7 +1,9 @@
-// Package mcpserver is the MCP endpoint's tool surface and the only importer
-// of the official MCP Go SDK. A fresh server is built for every request with
-// the authenticated principal and its grants captured in the tools'
-// closures, so no tool can act for anyone else.
+// Package mcpserver is the MCP endpoint and the only importer of the
+// official MCP Go SDK. Endpoint serves one JSON-RPC message per request for
+// the caller the HTTP edge authenticated: it answers protocol errors
+// itself, and builds a fresh server for every request with the principal
+// and its grants captured in the tools' closures, so no tool can act for
+// anyone else.
 //
 // mcpserver never writes, never calls another service and never sees the
 // bearer token: every tool is a read through row-level security, and every
@@ -13,8 +15,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"runtime/debug"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -68,11 +70,9 @@ type session struct {
 	grants    codelotse.Grants
 }
 
-// New builds the server for one request. When only is not empty (a
-// tools/call of that tool), only that tool is registered: registering a
-// tool makes the SDK re-marshal its schema, and a call needs just one. An
-// unknown name registers nothing, so the SDK answers "unknown tool".
-func New(d *Deps, p codelotse.Principal, g codelotse.Grants, only ...string) *mcp.Server {
+// newServer builds the server for one request of caller c, with the tools
+// in need registered (see needed) and its outcome recorded in out.
+func newServer(d *Deps, c Caller, out *outcome, need []tool) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "codelotse", Title: "CodeLotse", Version: Version}, &mcp.ServerOptions{
 		Instructions:              Instructions,
 		Capabilities:              Capabilities(),
@@ -80,12 +80,9 @@ func New(d *Deps, p codelotse.Principal, g codelotse.Grants, only ...string) *mc
 		SupportedProtocolVersions: ProtocolVersions,
 		Logger:                    quiet(d.Logger),
 	})
-	s.AddReceivingMiddleware(refuseUndeclared)
-	sess := &session{deps: d, principal: p, grants: g}
-	for _, t := range tools() {
-		if len(only) > 0 && only[0] != t.name {
-			continue
-		}
+	s.AddReceivingMiddleware(out.observe, refuseUndeclared)
+	sess := &session{deps: d, principal: c.Principal, grants: c.Grants}
+	for _, t := range need {
 		s.AddTool(t.def(), sess.wrap(t))
 	}
 	return s
@@ -130,18 +127,22 @@ type tool struct {
 }
 
 // ToolNames lists the names of the tools.
-func ToolNames() []string {
+func ToolNames() []string { return slices.Clone(toolNames) }
+
+// toolNames bounds the tool label of every tools/call metric.
+var toolNames = func() []string {
 	var out []string
 	for _, t := range tools() {
 		out = append(out, t.name)
 	}
 	return out
-}
+}()
 
 // tools lists every tool, in the order tools/list shows them.
-func tools() []tool {
-	return []tool{listRepositories, getPullRequestReview, searchFindings, getRules, getFixPrompt, searchCode, getFileContents}
-}
+func tools() []tool { return allTools }
+
+// allTools is built once: the endpoint looks tools up on every request.
+var allTools = []tool{listRepositories, getPullRequestReview, searchFindings, getRules, getFixPrompt, searchCode, getFileContents}
 
 func (t tool) def() *mcp.Tool {
 	return &mcp.Tool{
@@ -216,31 +217,6 @@ func errorResult(msg string) *mcp.CallToolResult {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-type serverKey struct{}
-
-// WithServer stores the request's server in ctx. The SDK asks for the
-// server more than once per POST, so it is built once, before the SDK runs.
-func WithServer(ctx context.Context, s *mcp.Server) context.Context {
-	return context.WithValue(ctx, serverKey{}, s)
-}
-
-// Handler is the SDK's stateless Streamable HTTP handler with JSON
-// responses. It serves the server stored by WithServer and nothing else.
-func Handler(logger *slog.Logger) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		s, _ := r.Context().Value(serverKey{}).(*mcp.Server)
-		return s
-	}, &mcp.StreamableHTTPOptions{
-		Stateless:    true,
-		JSONResponse: true,
-		Logger:       quiet(logger),
-		// The service checks Origin itself (against PUBLIC_URL and the
-		// allow-list) before the SDK runs; the SDK's loopback Host check
-		// would refuse every request behind a local reverse proxy.
-		DisableLocalhostProtection: true,
-	})
-}
 
 // NewSchemaCache returns a cache to share across per-request servers.
 func NewSchemaCache() *mcp.SchemaCache { return mcp.NewSchemaCache() }

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
@@ -10,57 +9,31 @@ import (
 	"github.com/codelotse/codelotse/pkg/shape"
 )
 
-var getFileContents = tool{
-	name:  "get_file_contents",
-	title: "Get file contents",
-	description: "Returns one file of the code index (or a window of its lines) at the repository's indexed commit or a pull request's head, numbered, with the total line count. " +
-		"Long files come back in windows: when the result says truncated, call again with start_line set to next_start_line. " +
+var getFileContents = newTool("get_file_contents", "Get file contents",
+	"Returns one file of the code index (or a window of its lines) at the repository's indexed commit or a pull request's head, numbered, with the total line count. "+
+		"Long files come back in windows: when the result says truncated, call again with start_line set to next_start_line. "+
 		"Use search_code to find where to look.",
-	schema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "repository": {"type": ["string", "integer"], "description": "Repository id or full name (owner/name)."},
-    "path": {"type": "string", "minLength": 1, "description": "File path relative to the repository root, as search_code returns it."},
-    "start_line": {"type": "integer", "minimum": 1, "description": "First line to return (default 1)."},
-    "end_line": {"type": "integer", "minimum": 1, "description": "Last line to return (default: the end of the file)."},
-    "pull_request": {"type": "integer", "minimum": 1, "description": "Read the file at this pull request's head instead."}
-  },
-  "required": ["repository", "path"],
-  "additionalProperties": false
-}`),
-	run: runGetFileContents,
+	runGetFileContents)
+
+type getFileContentsArgs struct {
+	Repository  repoRef `json:"repository" schema:"required" desc:"Repository id or full name (owner/name)."`
+	Path        string  `json:"path" schema:"required,minLength=1" desc:"File path relative to the repository root, as search_code returns it."`
+	StartLine   *int    `json:"start_line" schema:"minimum=1" desc:"First line to return (default 1)."`
+	EndLine     *int    `json:"end_line" schema:"minimum=1" desc:"Last line to return (default: the end of the file)."`
+	PullRequest *int    `json:"pull_request" schema:"minimum=1" desc:"Read the file at this pull request's head instead."`
 }
 
 // maxFileWindow bounds the lines read per call; the 32 KiB cap usually
 // shortens the window further.
 const maxFileWindow = 2000
 
-func runGetFileContents(ctx context.Context, s *session, raw json.RawMessage) (shape.Doc, error) {
-	var in struct {
-		Repository  json.RawMessage `json:"repository"`
-		Path        string          `json:"path"`
-		StartLine   *int            `json:"start_line"`
-		EndLine     *int            `json:"end_line"`
-		PullRequest *int            `json:"pull_request"`
-	}
-	if err := decodeArgs(raw, &in); err != nil {
-		return shape.Doc{}, err
-	}
-	ref, given, err := repositoryArg(in.Repository)
+func runGetFileContents(ctx context.Context, s *session, in getFileContentsArgs) (shape.Doc, error) {
+	ref, _, err := repositoryArg(in.Repository)
 	if err != nil {
 		return shape.Doc{}, err
 	}
-	if !given {
-		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, `Missing required argument "repository".`)
-	}
-	if in.Path == "" {
-		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, `Missing required argument "path".`)
-	}
 	from, to := 1, 0
 	if in.StartLine != nil {
-		if *in.StartLine < 1 {
-			return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "start_line must be 1 or more.")
-		}
 		from = *in.StartLine
 	}
 	if in.EndLine != nil {
@@ -81,9 +54,6 @@ func runGetFileContents(ctx context.Context, s *session, raw json.RawMessage) (s
 	}
 	var f postgres.IndexedFile
 	if in.PullRequest != nil {
-		if *in.PullRequest < 1 {
-			return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "pull_request must be a pull request number (1 or more).")
-		}
 		h, ok, err := s.deps.DB.Tenant(s.principal.TenantID).PullHead(ctx, r.ID, *in.PullRequest)
 		if err != nil {
 			return shape.Doc{}, err
@@ -133,15 +103,4 @@ func runGetFileContents(ctx context.Context, s *session, raw json.RawMessage) (s
 		doc.NextCursor = last + 1
 	}
 	return doc, nil
-}
-
-func trimPath(p string) string {
-	for len(p) > 0 && (p[0] == '/' || (len(p) > 1 && p[:2] == "./")) {
-		if p[0] == '/' {
-			p = p[1:]
-		} else {
-			p = p[2:]
-		}
-	}
-	return p
 }

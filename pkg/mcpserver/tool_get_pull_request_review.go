@@ -2,49 +2,26 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
-	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/shape"
 )
 
-var getPullRequestReview = tool{
-	name:  "get_pull_request_review",
-	title: "Get a pull request review",
-	description: "Returns a pull request (number, title, author, state, branches, head commit, url), one of its reviews (the latest unless review_id is given, with summary and counts by severity) and that review's findings with rule, severity, status, location, body and suggestion. " +
+var getPullRequestReview = newTool("get_pull_request_review", "Get a pull request review",
+	"Returns a pull request (number, title, author, state, branches, head commit, url), one of its reviews (the latest unless review_id is given, with summary and counts by severity) and that review's findings with rule, severity, status, location, body and suggestion. "+
 		"Call get_fix_prompt to work on the findings, or get_file_contents to read the code they point at.",
-	schema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "repository": {"type": ["string", "integer"], "description": "Repository id or full name (owner/name)."},
-    "number": {"type": "integer", "minimum": 1, "description": "Pull request number."},
-    "review_id": {"type": "integer", "minimum": 1, "description": "A review id from other_review_ids; default: the latest review."}
-  },
-  "required": ["repository", "number"],
-  "additionalProperties": false
-}`),
-	run: runGetPullRequestReview,
+	runGetPullRequestReview)
+
+type getPullRequestReviewArgs struct {
+	Repository repoRef `json:"repository" schema:"required" desc:"Repository id or full name (owner/name)."`
+	Number     *int    `json:"number" schema:"required,minimum=1" desc:"Pull request number."`
+	ReviewID   *int64  `json:"review_id" schema:"minimum=1" desc:"A review id from other_review_ids; default: the latest review."`
 }
 
-func runGetPullRequestReview(ctx context.Context, s *session, raw json.RawMessage) (shape.Doc, error) {
-	var in struct {
-		Repository json.RawMessage `json:"repository"`
-		Number     *int            `json:"number"`
-		ReviewID   *int64          `json:"review_id"`
-	}
-	if err := decodeArgs(raw, &in); err != nil {
-		return shape.Doc{}, err
-	}
+func runGetPullRequestReview(ctx context.Context, s *session, in getPullRequestReviewArgs) (shape.Doc, error) {
 	r, err := s.requiredRepo(ctx, in.Repository)
 	if err != nil {
 		return shape.Doc{}, err
-	}
-	if in.Number == nil {
-		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, `Missing required argument "number".`)
-	}
-	if *in.Number < 1 {
-		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "number must be a positive pull request number.")
 	}
 	d, err := s.deps.DB.Tenant(s.principal.TenantID).GetReview(ctx, r.ID, *in.Number, in.ReviewID)
 	if err != nil {
@@ -95,16 +72,4 @@ func runGetPullRequestReview(ctx context.Context, s *session, raw json.RawMessag
 		ListKey: "findings",
 		Items:   items,
 	}, nil
-}
-
-// requiredRepo resolves a required repository argument.
-func (s *session) requiredRepo(ctx context.Context, raw json.RawMessage) (codelotse.Repository, error) {
-	ref, given, err := repositoryArg(raw)
-	if err != nil {
-		return codelotse.Repository{}, err
-	}
-	if !given {
-		return codelotse.Repository{}, codelotse.Errorf(codelotse.Invalid, `Missing required argument "repository".`)
-	}
-	return s.deps.DB.Tenant(s.principal.TenantID).ResolveRepository(ctx, s.filter(), ref)
 }

@@ -2,25 +2,18 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/shape"
 )
 
-var getRules = tool{
-	name:  "get_rules",
-	title: "Get review rules",
-	description: "Returns the review rules in force: the tenant's rules, plus the rules of one repository when you pass repository (key, title, severity, scope, path globs and instructions). " +
+var getRules = newTool("get_rules", "Get review rules",
+	"Returns the review rules in force: the tenant's rules, plus the rules of one repository when you pass repository (key, title, severity, scope, path globs and instructions). "+
 		"Call it before changing code in a repository, and use the rule keys to read findings.",
-	schema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "repository": {"type": ["string", "integer"], "description": "Repository id or full name (owner/name); omit for tenant-wide rules only."}
-  },
-  "additionalProperties": false
-}`),
-	run: runGetRules,
+	runGetRules)
+
+type getRulesArgs struct {
+	Repository repoRef `json:"repository" desc:"Repository id or full name (owner/name); omit for tenant-wide rules only."`
 }
 
 type ruleOut struct {
@@ -32,13 +25,7 @@ type ruleOut struct {
 	Instructions string   `json:"instructions"`
 }
 
-func runGetRules(ctx context.Context, s *session, raw json.RawMessage) (shape.Doc, error) {
-	var in struct {
-		Repository json.RawMessage `json:"repository"`
-	}
-	if err := decodeArgs(raw, &in); err != nil {
-		return shape.Doc{}, err
-	}
+func runGetRules(ctx context.Context, s *session, in getRulesArgs) (shape.Doc, error) {
 	ref, given, err := repositoryArg(in.Repository)
 	if err != nil {
 		return shape.Doc{}, err

@@ -2,30 +2,22 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
-	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/shape"
 )
 
-var listRepositories = tool{
-	name:  "list_repositories",
-	title: "List repositories",
-	description: "Lists the repositories you can view in this CodeLotse tenant, with id, full name, default branch, indexed commit and open review count, and where your access comes from. " +
-		"Pass next_cursor back as cursor to page. " +
+var listRepositories = newTool("list_repositories", "List repositories",
+	"Lists the repositories you can view in this CodeLotse tenant, with id, full name, default branch, indexed commit and open review count, and where your access comes from. "+
+		"Pass next_cursor back as cursor to page. "+
 		"Use a repository's full_name or id as the repository argument of get_rules and the other tools.",
-	schema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "description": "Only repositories whose full name (owner/name) contains this text, case-insensitive."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 30, "description": "At most this many repositories (1-100, default 30)."},
-    "cursor": {"type": "string", "description": "next_cursor from a previous list_repositories result with the same query."}
-  },
-  "additionalProperties": false
-}`),
-	run: runListRepositories,
+	runListRepositories)
+
+type listRepositoriesArgs struct {
+	Query  string `json:"query" desc:"Only repositories whose full name (owner/name) contains this text, case-insensitive."`
+	Limit  int    `json:"limit" schema:"minimum=1,maximum=100,default=30,clamp" desc:"At most this many repositories (1-100, default 30)."`
+	Cursor string `json:"cursor" desc:"next_cursor from a previous list_repositories result with the same query."`
 }
 
 // listReposPos is the last repository shown, by id only: the page after
@@ -46,16 +38,8 @@ type repoOut struct {
 	OpenReviews   int     `json:"open_reviews"`
 }
 
-func runListRepositories(ctx context.Context, s *session, raw json.RawMessage) (shape.Doc, error) {
-	var in struct {
-		Query  string `json:"query"`
-		Limit  *int   `json:"limit"`
-		Cursor string `json:"cursor"`
-	}
-	if err := decodeArgs(raw, &in); err != nil {
-		return shape.Doc{}, err
-	}
-	limit := clamp(in.Limit, 1, 100, 30)
+func runListRepositories(ctx context.Context, s *session, in listRepositoriesArgs) (shape.Doc, error) {
+	limit := in.Limit
 	var pos listReposPos
 	bind := argsHash(in.Query)
 	if in.Cursor != "" {
@@ -96,11 +80,6 @@ func runListRepositories(ctx context.Context, s *session, raw json.RawMessage) (
 		doc.NextCursor = cursorAt(len(repos) - 1)
 	}
 	return doc, nil
-}
-
-// filter is the repository filter of the session's grants.
-func (s *session) filter() postgres.RepoFilter {
-	return postgres.RepoFilter{All: s.grants.Admin, IDs: s.grants.RepoIDs}
 }
 
 // access describes where the session's grants come from, so an agent can

@@ -2,9 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -15,29 +12,24 @@ import (
 	"github.com/codelotse/codelotse/pkg/shape"
 )
 
-var searchCode = tool{
-	name:  "search_code",
-	title: "Search code",
-	description: "Searches the code index (the indexed commit of each repository you can view, or a pull request's head) line by line for a literal or an RE2 regular expression, and returns matching lines with numbered context. " +
-		"Pass next_cursor back as cursor to page. " +
+var searchCode = newTool("search_code", "Search code",
+	"Searches the code index (the indexed commit of each repository you can view, or a pull request's head) line by line for a literal or an RE2 regular expression, and returns matching lines with numbered context. "+
+		"Pass next_cursor back as cursor to page. "+
 		"Call get_file_contents with a match's repository and path to read more of the file.",
-	schema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "Text to find on one line; a literal unless regex is true."},
-    "repository": {"type": ["string", "integer"], "description": "Repository id or full name (owner/name); omit to search every repository you can view."},
-    "path": {"type": "string", "description": "Only files under this path prefix (e.g. pkg/) or matching this glob (e.g. **/*_test.go)."},
-    "regex": {"type": "boolean", "default": false, "description": "Treat query as an RE2 regular expression. A regex without a literal of 3+ characters needs repository or path."},
-    "case_sensitive": {"type": "boolean", "default": false},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20, "description": "At most this many matches (1-100, default 20)."},
-    "context": {"type": "integer", "minimum": 0, "maximum": 5, "default": 2, "description": "Lines of context before and after each match (0-5, default 2)."},
-    "pull_request": {"type": "integer", "minimum": 1, "description": "Search the code at this pull request's head instead (needs repository)."},
-    "cursor": {"type": "string", "description": "next_cursor from a previous search_code result with the same arguments."}
-  },
-  "required": ["query"],
-  "additionalProperties": false
-}`),
-	run: runSearchCode,
+	runSearchCode)
+
+// searchCodeArgs are search_code's arguments; context's maximum is
+// codeindex.MaxContext (TestArgumentBoundsMatchTheEngines checks it).
+type searchCodeArgs struct {
+	Query         string  `json:"query" schema:"required,minLength=1,maxLength=1000" desc:"Text to find on one line; a literal unless regex is true."`
+	Repository    repoRef `json:"repository" desc:"Repository id or full name (owner/name); omit to search every repository you can view."`
+	Path          string  `json:"path" desc:"Only files under this path prefix (e.g. pkg/) or matching this glob (e.g. **/*_test.go)."`
+	Regex         bool    `json:"regex" schema:"default=false" desc:"Treat query as an RE2 regular expression. A regex without a literal of 3+ characters needs repository or path."`
+	CaseSensitive bool    `json:"case_sensitive" schema:"default=false"`
+	Limit         int     `json:"limit" schema:"minimum=1,maximum=100,default=20,clamp" desc:"At most this many matches (1-100, default 20)."`
+	Context       int     `json:"context" schema:"minimum=0,maximum=5,default=2,clamp" desc:"Lines of context before and after each match (0-5, default 2)."`
+	PullRequest   *int    `json:"pull_request" schema:"minimum=1" desc:"Search the code at this pull request's head instead (needs repository)."`
+	Cursor        string  `json:"cursor" desc:"next_cursor from a previous search_code result with the same arguments."`
 }
 
 // Search budgets: candidate chunks fetched per round, rounds per call, and
@@ -75,23 +67,9 @@ type codeMatch struct {
 	pos        searchCodePos
 }
 
-func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.Doc, error) {
-	var in struct {
-		Query         string          `json:"query"`
-		Repository    json.RawMessage `json:"repository"`
-		Path          string          `json:"path"`
-		Regex         bool            `json:"regex"`
-		CaseSensitive bool            `json:"case_sensitive"`
-		Limit         *int            `json:"limit"`
-		Context       *int            `json:"context"`
-		PullRequest   *int            `json:"pull_request"`
-		Cursor        string          `json:"cursor"`
-	}
-	if err := decodeArgs(raw, &in); err != nil {
-		return shape.Doc{}, err
-	}
-	limit := clamp(in.Limit, 1, 100, 20)
-	ctxLines := clamp(in.Context, 0, codeindex.MaxContext, 2)
+func runSearchCode(ctx context.Context, s *session, in searchCodeArgs) (shape.Doc, error) {
+	limit := in.Limit
+	ctxLines := in.Context
 	plan, err := codeindex.NewPlan(in.Query, in.Regex, in.CaseSensitive)
 	if err != nil {
 		return shape.Doc{}, err
@@ -110,9 +88,6 @@ func runSearchCode(ctx context.Context, s *session, raw json.RawMessage) (shape.
 	}
 	if in.PullRequest != nil && !given {
 		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "pull_request needs repository: name the repository the pull request belongs to.")
-	}
-	if in.PullRequest != nil && *in.PullRequest < 1 {
-		return shape.Doc{}, codelotse.Errorf(codelotse.Invalid, "pull_request must be a pull request number (1 or more).")
 	}
 	var repoIDs []int64
 	var pull *postgres.PullCodeHead
@@ -297,13 +272,4 @@ func clip(s string) string {
 		}
 	}
 	return s[:cut] + "…"
-}
-
-// argsHash ties a cursor to the arguments it was made for.
-func argsHash(parts ...any) string {
-	h := sha256.New()
-	for _, p := range parts {
-		fmt.Fprintf(h, "%v\x00", p)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
 }
