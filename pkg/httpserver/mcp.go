@@ -56,6 +56,17 @@ func (s *Server) mcpPost(c echo.Context) error {
 	r := c.Request()
 	w := c.Response()
 
+	// 0. Past saturation a request is shed before it costs anything: a
+	// queue would only make every caller wait for answers that come late.
+	select {
+	case s.mcpSlots <- struct{}{}:
+		defer func() { <-s.mcpSlots }()
+	default:
+		s.tel.Limited(r.Context(), "busy")
+		c.Response().Header().Set("Retry-After", "1")
+		return jsonRPCError(c, http.StatusServiceUnavailable, mcpserver.CodeUnavailable, BusyMessage)
+	}
+
 	// 1. Body over 1 MiB → 413; a foreign Origin → 403.
 	if r.ContentLength > MaxBodyBytes {
 		return jsonRPCError(c, http.StatusRequestEntityTooLarge, -32600, "Request body too large: the limit is 1 MiB.")
@@ -126,6 +137,9 @@ func (s *Server) unauthorized(c echo.Context, f *authn.Failure) error {
 	c.Response().Header().Set("WWW-Authenticate", v)
 	return c.Blob(http.StatusUnauthorized, "application/json", []byte(unauthorizedBody))
 }
+
+// BusyMessage is the error of a /mcp request shed under load.
+const BusyMessage = "Service busy: too many requests are in progress; try again in a second."
 
 // unavailable answers a request whose authentication failed because the
 // database cannot be reached: 503 with Retry-After and the JSON-RPC error

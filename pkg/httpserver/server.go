@@ -71,7 +71,17 @@ type Config struct {
 	// X-Forwarded-For is believed for the client address; empty: the
 	// connection's address is the client's.
 	TrustedProxies []*net.IPNet
+	// MaxConcurrentMCP is how many /mcp requests are served at once; one
+	// more is shed at once with 503 and Retry-After instead of queueing
+	// behind the others (0: DefaultMaxConcurrentMCP).
+	MaxConcurrentMCP int
 }
+
+// DefaultMaxConcurrentMCP bounds the /mcp requests in progress when the
+// operator sets nothing: well above what a few cores and the database pool
+// serve without queueing (docs/decisions.md, "load shedding"), so it only
+// acts past saturation.
+const DefaultMaxConcurrentMCP = 64
 
 // Limits are the rate limits of the mcp bucket, and of the unauthenticated
 // routes that write (sign-in starts, webhooks) per address.
@@ -109,6 +119,8 @@ type Server struct {
 	tel       *telemetry.Telemetry
 	// webhookSlots bounds the webhook bodies read at once.
 	webhookSlots chan struct{}
+	// mcpSlots bounds the /mcp requests in progress (load shedding).
+	mcpSlots chan struct{}
 }
 
 // New builds the server and its routes.
@@ -150,8 +162,11 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
 	}
+	if cfg.MaxConcurrentMCP <= 0 {
+		cfg.MaxConcurrentMCP = DefaultMaxConcurrentMCP
+	}
 	s := &Server{cfg: cfg, echo: e, origins: origins, templates: tpl, tel: cfg.Telemetry,
-		webhookSlots: make(chan struct{}, webhookSlots)}
+		webhookSlots: make(chan struct{}, webhookSlots), mcpSlots: make(chan struct{}, cfg.MaxConcurrentMCP)}
 	if s.tel == nil {
 		s.tel = telemetry.Disabled()
 	}

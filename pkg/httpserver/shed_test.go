@@ -1,0 +1,82 @@
+package httpserver
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/codelotse/codelotse/pkg/authn"
+	"github.com/codelotse/codelotse/pkg/mcpserver"
+	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+	"github.com/codelotse/codelotse/pkg/secretscan"
+	"github.com/codelotse/codelotse/pkg/shape"
+	"github.com/codelotse/codelotse/pkg/tokens"
+)
+
+// TestMCPShedsPastItsBound: with every slot taken by requests in progress,
+// the next /mcp request is answered at once with 503, Retry-After and a
+// JSON-RPC error that says to retry — before authentication (a bad token
+// is not even looked at) — and the slots come back when requests finish.
+// The slots are held by the test itself, so nothing depends on timing.
+func TestMCPShedsPastItsBound(t *testing.T) {
+	env := pgtest.New(t)
+	secret := seedMember(t, env, "acme/api").Secret
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	bearer := &authn.Bearer{DB: env.App, Logger: logger}
+	t.Cleanup(bearer.Wait)
+	srv, err := New(Config{
+		PublicURL: "http://127.0.0.1:8080", DB: env.App, Bearer: bearer, Logger: logger,
+		MCP:              &mcpserver.Deps{DB: env.App, Shaper: shape.New(secretscan.New()), Logger: logger, SchemaCache: mcpserver.NewSchemaCache()},
+		Limits:           DefaultLimits,
+		MaxConcurrentMCP: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cap(srv.mcpSlots) != 2 {
+		t.Fatalf("%d slots, want 2", cap(srv.mcpSlots))
+	}
+	// Two requests in progress.
+	srv.mcpSlots <- struct{}{}
+	srv.mcpSlots <- struct{}{}
+	for _, token := range []string{secret, tokens.Generate()} {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, mcpRequest(token, nil))
+		if rec.Code != 503 || rec.Header().Get("Retry-After") != "1" {
+			t.Fatalf("status %d, Retry-After %q; want 503 and 1: %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+		}
+		var body struct {
+			Error struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Error.Code != mcpserver.CodeUnavailable || body.Error.Message != BusyMessage {
+			t.Errorf("body %s (%v)", rec.Body, err)
+		}
+	}
+	// One finishes: requests are served again, one after another, each
+	// giving its slot back.
+	<-srv.mcpSlots
+	for i := 0; i < 3; i++ {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, mcpRequest(secret, nil))
+		if rec.Code != 200 {
+			t.Fatalf("request %d: status %d: %s", i, rec.Code, rec.Body)
+		}
+	}
+	if n := len(srv.mcpSlots); n != 1 {
+		t.Errorf("%d slots taken after the requests finished, want the test's 1", n)
+	}
+	// The default applies when the operator sets nothing.
+	def, err := New(Config{PublicURL: "http://127.0.0.1:8080", DB: env.App, Bearer: bearer, Logger: logger,
+		MCP: &mcpserver.Deps{DB: env.App, Shaper: shape.New(secretscan.New()), Logger: logger, SchemaCache: mcpserver.NewSchemaCache()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cap(def.mcpSlots) != DefaultMaxConcurrentMCP {
+		t.Errorf("default %d slots, want %d", cap(def.mcpSlots), DefaultMaxConcurrentMCP)
+	}
+}
