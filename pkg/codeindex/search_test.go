@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // fakeClock is a clock that moves only when told to; contexts it made end
