@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/codelotse/codelotse/apps/internal/config"
@@ -38,12 +35,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	if err := cfg.CheckServePublicURL(); err != nil {
+	if err := cfg.CheckAPI(); err != nil {
+		return err
+	}
+	oauthCfg, err := oauthConfig(cfg.OAuth)
+	if err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 
-	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "codelotse-api", ServiceVersion: mcpserver.Version, OTLPEndpoint: getenv("OTEL_EXPORTER_OTLP_ENDPOINT")})
+	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "codelotse-api", ServiceVersion: mcpserver.Version, OTLPEndpoint: cfg.OTLPEndpoint})
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
@@ -80,23 +81,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	// GitHub App user sign-in, when the app's OAuth credentials are set.
 	var gh *githubapp.Client
-	if id, secret := getenv("GITHUB_CLIENT_ID"), getenv("GITHUB_CLIENT_SECRET"); id != "" || secret != "" {
-		if id == "" || secret == "" {
-			return fmt.Errorf("GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET must be set together")
-		}
-		gh, err = githubapp.New(githubapp.Config{ClientID: id, ClientSecret: secret, APIURL: getenv("GITHUB_API_URL"), WebURL: getenv("GITHUB_WEB_URL"),
+	if g := cfg.GitHub; g.ClientID != "" {
+		gh, err = githubapp.New(githubapp.Config{ClientID: g.ClientID, ClientSecret: g.ClientSecret, APIURL: g.APIURL, WebURL: g.WebURL,
 			RedirectURL: cfg.PublicURL + "/auth/github/callback"})
 		if err != nil {
 			return err
 		}
 	}
 
-	// GitHub webhooks enqueue jobs for the worker. Signatures are required:
-	// with an App configured, a missing secret is a configuration error.
-	secret := getenv("GITHUB_WEBHOOK_SECRET")
-	if secret == "" && getenv("GITHUB_APP_ID") != "" {
-		return fmt.Errorf("GITHUB_WEBHOOK_SECRET is required when GITHUB_APP_ID is set: webhooks must be signed")
-	}
+	// GitHub webhooks enqueue jobs for the worker (CheckAPI made sure
+	// they are signed whenever an App is configured).
+	secret := cfg.GitHub.WebhookSecret
 	var enqueuer httpserver.Enqueuer
 	if secret != "" {
 		jc, err := jobs.NewInsertOnly(db, logger)
@@ -106,10 +101,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		enqueuer = jc
 	}
 
-	oauthCfg, err := oauthConfig(getenv)
-	if err != nil {
-		return err
-	}
 	// One scanner for the process: shaping redacts answers with it, and
 	// the sign-in's repository sync prepares what it stores with it.
 	scanner := secretscan.New()
@@ -207,48 +198,19 @@ func purgeLoginStates(ctx context.Context, db interface {
 	}
 }
 
-// oauthConfig reads the OAuth settings (README "OAuth"): OAUTH_ENABLED and
-// OAUTH_DYNAMIC_REGISTRATION default to on; OAUTH_CIMD_ALLOW_CIDRS and
-// OAUTH_CIMD_CA_FILE exist for development and tests only (a client
-// metadata document served from 127.0.0.1 with a test certificate).
-func oauthConfig(getenv func(string) string) (httpserver.OAuthConfig, error) {
-	oc := httpserver.OAuthConfig{RegisterLimit: httpserver.DefaultRegisterLimit, TokenLimit: httpserver.DefaultTokenLimit}
-	var err error
-	if oc.Enabled, err = boolEnv(getenv, "OAUTH_ENABLED", true); err != nil {
-		return oc, err
-	}
-	if oc.DynamicRegistration, err = boolEnv(getenv, "OAUTH_DYNAMIC_REGISTRATION", true); err != nil {
-		return oc, err
-	}
-	allow, err := safehttp.ParseAllow(getenv("OAUTH_CIMD_ALLOW_CIDRS"))
+// oauthConfig is the OAuth server's configuration from its settings
+// (README "OAuth"): client metadata documents are fetched through
+// pkg/safehttp, from public addresses only unless the development settings
+// allow a range and a root certificate.
+func oauthConfig(o config.OAuth) (httpserver.OAuthConfig, error) {
+	oc := httpserver.OAuthConfig{RegisterLimit: httpserver.DefaultRegisterLimit, TokenLimit: httpserver.DefaultTokenLimit,
+		Enabled: o.Enabled, DynamicRegistration: o.DynamicRegistration}
+	roots, err := o.CIMDRootCAs()
 	if err != nil {
-		return oc, fmt.Errorf("OAUTH_CIMD_ALLOW_CIDRS: %w", err)
+		return oc, err
 	}
-	opts := safehttp.Options{Allow: allow, Timeout: 5 * time.Second}
-	if f := getenv("OAUTH_CIMD_CA_FILE"); f != "" {
-		pem, err := os.ReadFile(f)
-		if err != nil {
-			return oc, fmt.Errorf("OAUTH_CIMD_CA_FILE: %w", err)
-		}
-		opts.RootCAs = x509.NewCertPool()
-		if !opts.RootCAs.AppendCertsFromPEM(pem) {
-			return oc, fmt.Errorf("OAUTH_CIMD_CA_FILE: no PEM certificate in %s", f)
-		}
-	}
-	oc.MetadataClient = safehttp.NewClient(opts)
+	oc.MetadataClient = safehttp.NewClient(safehttp.Options{Allow: o.CIMDAllow, Timeout: 5 * time.Second, RootCAs: roots})
 	return oc, nil
-}
-
-func boolEnv(getenv func(string) string, name string, def bool) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(getenv(name))) {
-	case "":
-		return def, nil
-	case "1", "true", "on", "yes":
-		return true, nil
-	case "0", "false", "off", "no":
-		return false, nil
-	}
-	return false, fmt.Errorf("%s must be true or false", name)
 }
 
 func perMinute(n int) ratelimit.Rule { return ratelimit.Rule{Limit: n, Period: time.Minute} }

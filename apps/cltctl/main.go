@@ -54,7 +54,6 @@ func main() {
 // env is what every command gets.
 type env struct {
 	ctx    context.Context
-	getenv func(string) string
 	stdout io.Writer
 	stderr io.Writer
 	now    time.Time
@@ -144,7 +143,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return codelotse.Wrap(codelotse.Invalid, err, err.Error())
 	}
-	return cmd.run(&env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr, now: time.Now(), cfg: cfg, ingest: ingest.New(secretscan.New())}, rest)
+	return cmd.run(&env{ctx: ctx, stdout: stdout, stderr: stderr, now: time.Now(), cfg: cfg, ingest: ingest.New(secretscan.New())}, rest)
 }
 
 // flags returns a flag set that reports errors instead of exiting.

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -39,6 +38,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	if err := cfg.CheckWorker(); err != nil {
+		return err
+	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	db, err := cfg.OpenRuntime(ctx)
 	if err != nil {
@@ -47,41 +49,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer db.Close()
 
 	var app *githubapp.App
-	if id := getenv("GITHUB_APP_ID"); id != "" {
-		appID, err := strconv.ParseInt(id, 10, 64)
-		if err != nil || appID <= 0 {
-			return fmt.Errorf("GITHUB_APP_ID must be the App's numeric id")
-		}
-		keyFile := getenv("GITHUB_APP_PRIVATE_KEY_FILE")
-		if keyFile == "" {
-			return fmt.Errorf("GITHUB_APP_PRIVATE_KEY_FILE is required with GITHUB_APP_ID")
-		}
-		pem, err := os.ReadFile(keyFile)
+	if g := cfg.GitHub; g.AppID != 0 {
+		pem, err := g.PrivateKey()
 		if err != nil {
-			return fmt.Errorf("reading GITHUB_APP_PRIVATE_KEY_FILE: %w", err)
+			return err
 		}
-		if app, err = githubapp.NewApp(githubapp.AppConfig{AppID: appID, PrivateKeyPEM: pem, APIURL: getenv("GITHUB_API_URL")}); err != nil {
+		if app, err = githubapp.NewApp(githubapp.AppConfig{AppID: g.AppID, PrivateKeyPEM: pem, APIURL: g.APIURL}); err != nil {
 			return err
 		}
 	} else {
 		logger.Warn("GITHUB_APP_ID is not set: GitHub jobs will be cancelled")
 	}
-	n := 4
-	if v := getenv("WORKER_CONCURRENCY"); v != "" {
-		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > 100 {
-			return fmt.Errorf("WORKER_CONCURRENCY must be 1 to 100")
-		}
-	}
-	every := time.Hour
-	if v := getenv("GITHUB_SYNC_INTERVAL"); v != "" {
-		if every, err = time.ParseDuration(v); err != nil || (every != 0 && every < time.Minute) {
-			return fmt.Errorf("GITHUB_SYNC_INTERVAL must be a duration of at least 1m (or 0 to switch the periodic sync off)")
-		}
-	}
-	members, err := config.MembershipRefreshInterval(getenv)
-	if err != nil {
-		return err
-	}
+	n, every, members := cfg.WorkerConcurrency, cfg.GitHub.SyncInterval, cfg.GitHub.MembershipRefresh
 	if app == nil {
 		every, members = 0, 0
 	}

@@ -2,7 +2,9 @@
 // and plans searches over it: files are split into overlapping windows of
 // lines (chunks), queries are parsed in Go (literal or RE2), their required
 // literals become the database prefilter, and candidates are confirmed line
-// by line with Go's regexp.
+// by line with Go's regexp. Searcher runs a search over a Source of
+// candidates (pkg/mcpserver's is PostgreSQL): rounds, paging positions and
+// the budgets; this package never reads the database itself.
 //
 // Search is lexical only: no embeddings and no outbound calls.
 package codeindex

@@ -2,9 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"time"
 
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
@@ -32,23 +29,8 @@ type searchCodeArgs struct {
 	Cursor        string  `json:"cursor" desc:"next_cursor from a previous search_code result with the same arguments."`
 }
 
-// Search budgets: candidate chunks fetched per round, rounds per call, and
-// wall time per call. A call that spends its budget returns what it found
-// with a cursor to continue.
-//
-// Each round is one call of search_code_candidates, which checks a window of
-// the next chunks first (eight times the batch) and asks the trigram index
-// only when the window holds too few candidates; a first round smaller than
-// the batch was tried and made queries that need several rounds pay for the
-// trigram route several times (docs/benchmarks.md).
-const (
-	searchBatch     = 200
-	searchMaxRounds = 25
-	searchBudget    = 1500 * time.Millisecond
-	maxLineBytes    = 500
-)
-
-// searchCodePos is the last match shown: a chunk id and a line number.
+// searchCodePos is the cursor of search_code: the last match shown (a
+// chunk id and a line number), or the chunk to continue at (line 0).
 type searchCodePos struct {
 	Chunk int64 `json:"c"`
 	Line  int   `json:"l"`
@@ -132,87 +114,17 @@ func runSearchCode(ctx context.Context, s *session, in searchCodeArgs) (shape.Do
 		}
 	}
 
-	start := time.Now()
-	var matches []codeMatch
 	redactions := map[string]int{}
-	after := pos.Chunk - 1 // re-read the cursor's chunk, skipping lines up to pos.Line
-	if pos.Chunk == 0 {
-		after = 0
+	res, err := codeindex.Searcher{}.Search(ctx, codeSource{s: s, repoIDs: repoIDs, pull: pull, patterns: plan.LikePatterns(), prefix: pf.Prefix},
+		codeindex.Query{Plan: plan, Path: pf, Limit: limit, Context: ctxLines, Pull: pull != nil,
+			From:   codeindex.Pos(pos),
+			Redact: func(lines []string) []string { return s.redactLines(ctx, lines, redactions) }})
+	if err != nil {
+		return shape.Doc{}, err
 	}
-	phase := pos.Phase
-	if pull != nil && phase == 0 {
-		phase = 1
-	}
-	exhausted, budgetSpent := false, false
-	for round := 0; len(matches) <= limit; round++ {
-		if round >= searchMaxRounds || time.Since(start) > searchBudget {
-			budgetSpent = true
-			break
-		}
-		var cands []postgres.Candidate
-		if pull != nil {
-			cands, err = s.deps.DB.Tenant(s.principal.TenantID).SearchPullCandidates(ctx, repoIDs[0], pull.Number, phase, plan.LikePatterns(), pf.Prefix, after, searchBatch)
-		} else {
-			cands, err = s.deps.DB.Tenant(s.principal.TenantID).SearchCandidates(ctx, repoIDs, plan.LikePatterns(), pf.Prefix, after, searchBatch)
-		}
-		if err != nil {
-			return shape.Doc{}, err
-		}
-		for _, c := range cands {
-			after = c.ChunkID
-			if c.Shadowed || !pf.Match(c.Path) {
-				continue
-			}
-			// The stored lines are redacted (pkg/ingest): matching runs on
-			// what an agent may see. The lines shown are redacted once more
-			// as a window (a second layer that also catches what newer
-			// rules or the tenant's known secrets find), only for chunks
-			// with a match, and clipped only after that.
-			stored := strings.Split(c.Content, "\n")
-			var lines []string
-			from, to := codeindex.Owned(c.StartLine, c.EndLine, c.LineCount)
-			for n := from; n <= to; n++ {
-				if c.ChunkID == pos.Chunk && phase == pos.Phase && n <= pos.Line {
-					continue
-				}
-				if !plan.Match.MatchString(stored[n-c.StartLine]) {
-					continue
-				}
-				if lines == nil {
-					lines = s.redactLines(ctx, stored, redactions)
-				}
-				line := lines[n-c.StartLine]
-				m := codeMatch{Repository: c.FullName, Commit: c.Commit, Path: c.Path, Line: n, Text: clip(line),
-					pos: searchCodePos{Chunk: c.ChunkID, Line: n, Phase: phaseOf(pull, phase)}}
-				if ctxLines > 0 {
-					var b strings.Builder
-					for k := max(c.StartLine, n-ctxLines); k <= min(c.EndLine, n+ctxLines); k++ {
-						mark := ":"
-						if k == n {
-							mark = ">"
-						}
-						fmt.Fprintf(&b, "%d%s %s\n", k, mark, clip(lines[k-c.StartLine]))
-					}
-					m.Snippet = strings.TrimSuffix(b.String(), "\n")
-				}
-				matches = append(matches, m)
-			}
-		}
-		if len(cands) < searchBatch {
-			if pull != nil && phase == 1 {
-				// The changed files are done; the base index beneath them
-				// is next, from its first chunk.
-				phase, after = 2, 0
-				continue
-			}
-			exhausted = true
-			break
-		}
-	}
-
-	more := len(matches) > limit
-	if more {
-		matches = matches[:limit]
+	matches := make([]codeMatch, len(res.Matches))
+	for i, m := range res.Matches {
+		matches[i] = codeMatch{Repository: m.Repository, Commit: m.Commit, Path: m.Path, Line: m.Line, Text: m.Text, Snippet: m.Snippet, pos: searchCodePos(m.Pos)}
 	}
 	items := make([]any, len(matches))
 	for i, m := range matches {
@@ -233,43 +145,39 @@ func runSearchCode(ctx context.Context, s *session, in searchCodeArgs) (shape.Do
 		doc.Head = append(doc.Head, shape.Field{Key: "pull_request", Value: pull.Number}, shape.Field{Key: "commit", Value: pull.HeadSHA})
 	}
 	switch {
-	case more:
+	case res.More:
 		doc.NextCursor = cursorAt(len(matches) - 1)
-	case !exhausted && budgetSpent:
+	case res.Truncated:
 		// The budget ran out before the index did: continue after the last
 		// chunk scanned.
-		doc.NextCursor = s.encodeCursor("search_code", hash, searchCodePos{Chunk: after + 1, Line: 0, Phase: phaseOf(pull, phase)})
+		doc.NextCursor = s.encodeCursor("search_code", hash, searchCodePos(res.Next))
 		doc.Head = append(doc.Head, shape.Field{Key: "note", Value: "The search budget ran out before the whole index was scanned; pass next_cursor to continue."})
 	}
 	return doc, nil
 }
 
-// phaseOf is the cursor phase: 0 outside pull-request searches.
-func phaseOf(pull *postgres.PullCodeHead, phase int) int {
-	if pull == nil {
-		return 0
-	}
-	return phase
+// codeSource is the candidate source of one search_code call: the
+// tenant's search functions in PostgreSQL, over the repositories the
+// session may view, or one pull request's head.
+type codeSource struct {
+	s        *session
+	repoIDs  []int64
+	pull     *postgres.PullCodeHead
+	patterns []string
+	prefix   string
 }
 
-// clip shortens very long lines (minified files) for display. It runs only
-// on redacted lines (shortening first would cut a token so the redactor no
-// longer recognises it and show half of it), and never cuts inside a
-// [REDACTED:…] placeholder: a placeholder the cut would split is left out
-// whole.
-func clip(s string) string {
-	if len(s) <= maxLineBytes {
-		return s
+func (c codeSource) Candidates(ctx context.Context, phase int, after int64, limit int) ([]codeindex.Candidate, error) {
+	var cands []postgres.Candidate
+	var err error
+	if c.pull != nil {
+		cands, err = c.s.deps.DB.Tenant(c.s.principal.TenantID).SearchPullCandidates(ctx, c.repoIDs[0], c.pull.Number, phase, c.patterns, c.prefix, after, limit)
+	} else {
+		cands, err = c.s.deps.DB.Tenant(c.s.principal.TenantID).SearchCandidates(ctx, c.repoIDs, c.patterns, c.prefix, after, limit)
 	}
-	cut := maxLineBytes
-	for cut > 0 && (s[cut]&0xC0) == 0x80 {
-		cut--
+	out := make([]codeindex.Candidate, len(cands))
+	for i, cd := range cands {
+		out[i] = codeindex.Candidate(cd)
 	}
-	const ph = "[REDACTED:"
-	if open := strings.LastIndex(s[:min(len(s), cut+len(ph)-1)], ph); open >= 0 && open < cut {
-		if end := strings.IndexByte(s[open:], ']'); end < 0 || open+end >= cut {
-			cut = open
-		}
-	}
-	return s[:cut] + "…"
+	return out, err
 }

@@ -141,8 +141,9 @@ type Candidate struct {
 // SearchTimeout bounds each candidate query (ARCHITECTURE §6.6).
 const SearchTimeout = 2 * time.Second
 
-// ErrSearchTimeout is returned when the statement timeout cancelled a search.
-var ErrSearchTimeout = codelotse.Errorf(codelotse.Invalid, "The search took longer than 2 seconds and was stopped; narrow it with repository, path or a longer literal.")
+// ErrSearchTimeout is returned when the statement timeout cancelled a search
+// (the search engine's answer when its deadline does, so both read alike).
+var ErrSearchTimeout = codeindex.ErrSearchTimeout
 
 // SearchCandidates runs search_code_candidates for the tenant: chunks of
 // repoIDs containing all patterns, under pathPrefix, after chunk afterID.

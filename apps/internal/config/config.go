@@ -4,6 +4,7 @@ package config
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -56,7 +57,62 @@ type Config struct {
 	// CursorKey signs MCP cursors (CURSOR_KEY); empty: the key stored once
 	// in the database (server_keys), shared by every replica.
 	CursorKey []byte
+	// OTLPEndpoint (OTEL_EXPORTER_OTLP_ENDPOINT), when set, sends traces
+	// and metrics over OTLP/HTTP; the OpenTelemetry exporters read it and
+	// the other standard OTEL_EXPORTER_OTLP_* variables themselves.
+	OTLPEndpoint string
+	GitHub       GitHub
+	OAuth        OAuth
+	// WorkerConcurrency is the jobs a worker works at once
+	// (WORKER_CONCURRENCY, 1-100).
+	WorkerConcurrency int
 }
+
+// GitHub is the GitHub App (docs/github-app.md). Which settings a program
+// needs is its own check: CheckAPI and CheckWorker.
+type GitHub struct {
+	// AppID is GITHUB_APP_ID (0: no App); PrivateKeyFile is
+	// GITHUB_APP_PRIVATE_KEY_FILE, read by PrivateKey.
+	AppID          int64
+	PrivateKeyFile string
+	// ClientID and ClientSecret (GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET)
+	// are the App's OAuth credentials for "sign in with GitHub".
+	ClientID     string
+	ClientSecret string
+	// WebhookSecret (GITHUB_WEBHOOK_SECRET) verifies webhook deliveries.
+	WebhookSecret string
+	// APIURL and WebURL (GITHUB_API_URL, GITHUB_WEB_URL): empty is
+	// GitHub.com.
+	APIURL string
+	WebURL string
+	// SyncInterval (GITHUB_SYNC_INTERVAL) is the worker's periodic full
+	// sync, MembershipRefresh (GITHUB_MEMBERSHIP_REFRESH_INTERVAL) its
+	// membership refresh; 0 switches either off.
+	SyncInterval      time.Duration
+	MembershipRefresh time.Duration
+}
+
+// OAuth is the OAuth 2.1 authorization server's settings (README "OAuth").
+type OAuth struct {
+	Enabled             bool // OAUTH_ENABLED
+	DynamicRegistration bool // OAUTH_DYNAMIC_REGISTRATION
+	// CIMDAllow and CIMDCAFile (OAUTH_CIMD_ALLOW_CIDRS, OAUTH_CIMD_CA_FILE)
+	// exist for development and tests only: address ranges and a root
+	// certificate for client metadata documents served from e.g.
+	// 127.0.0.1. CIMDRootCAs reads the file.
+	CIMDAllow  []netip.Prefix
+	CIMDCAFile string
+}
+
+// Defaults of the settings that have one (README, "Configuration").
+const (
+	DefaultRatePerToken      = 120
+	DefaultRatePerIP         = 600
+	DefaultLoginRatePerIP    = 30
+	DefaultWebhookRatePerIP  = 600
+	DefaultWorkerConcurrency = 4
+	DefaultSyncInterval      = time.Hour
+)
 
 // Load reads the configuration from getenv.
 func Load(getenv func(string) string) (Config, error) {
@@ -98,18 +154,17 @@ func Load(getenv func(string) string) (Config, error) {
 			c.AllowedOrigins = append(c.AllowedOrigins, o)
 		}
 	}
-	var err2 error
-	if c.RatePerToken, err2 = intEnv(getenv, "MCP_RATE_PER_TOKEN", 120); err2 != nil {
-		return c, err2
+	if c.RatePerToken, err = rateEnv(getenv, "MCP_RATE_PER_TOKEN", DefaultRatePerToken); err != nil {
+		return c, err
 	}
-	if c.RatePerIP, err2 = intEnv(getenv, "MCP_RATE_PER_IP", 600); err2 != nil {
-		return c, err2
+	if c.RatePerIP, err = rateEnv(getenv, "MCP_RATE_PER_IP", DefaultRatePerIP); err != nil {
+		return c, err
 	}
-	if c.LoginRatePerIP, err2 = intEnv(getenv, "LOGIN_RATE_PER_IP", 30); err2 != nil {
-		return c, err2
+	if c.LoginRatePerIP, err = rateEnv(getenv, "LOGIN_RATE_PER_IP", DefaultLoginRatePerIP); err != nil {
+		return c, err
 	}
-	if c.WebhookRatePerIP, err2 = intEnv(getenv, "WEBHOOK_RATE_PER_IP", 600); err2 != nil {
-		return c, err2
+	if c.WebhookRatePerIP, err = rateEnv(getenv, "WEBHOOK_RATE_PER_IP", DefaultWebhookRatePerIP); err != nil {
+		return c, err
 	}
 	c.RedisURL = getenv("REDIS_URL")
 	for _, p := range strings.Split(getenv("TRUSTED_PROXIES"), ",") {
@@ -148,7 +203,116 @@ func Load(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("LOG_LEVEL %q: use debug, info, warn or error", lv)
 		}
 	}
+	c.OTLPEndpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+	if c.GitHub, err = loadGitHub(getenv); err != nil {
+		return c, err
+	}
+	if c.OAuth, err = loadOAuth(getenv); err != nil {
+		return c, err
+	}
+	c.WorkerConcurrency = DefaultWorkerConcurrency
+	if v := getenv("WORKER_CONCURRENCY"); v != "" {
+		if c.WorkerConcurrency, err = strconv.Atoi(v); err != nil || c.WorkerConcurrency < 1 || c.WorkerConcurrency > 100 {
+			return c, fmt.Errorf("WORKER_CONCURRENCY must be 1 to 100")
+		}
+	}
 	return c, nil
+}
+
+func loadGitHub(getenv func(string) string) (GitHub, error) {
+	g := GitHub{
+		PrivateKeyFile: getenv("GITHUB_APP_PRIVATE_KEY_FILE"),
+		ClientID:       getenv("GITHUB_CLIENT_ID"),
+		ClientSecret:   getenv("GITHUB_CLIENT_SECRET"),
+		WebhookSecret:  getenv("GITHUB_WEBHOOK_SECRET"),
+		APIURL:         getenv("GITHUB_API_URL"),
+		WebURL:         getenv("GITHUB_WEB_URL"),
+		SyncInterval:   DefaultSyncInterval,
+	}
+	if id := getenv("GITHUB_APP_ID"); id != "" {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || n <= 0 {
+			return g, fmt.Errorf("GITHUB_APP_ID must be the App's numeric id")
+		}
+		g.AppID = n
+	}
+	if v := getenv("GITHUB_SYNC_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || (d != 0 && d < time.Minute) {
+			return g, fmt.Errorf("GITHUB_SYNC_INTERVAL must be a duration of at least 1m (or 0 to switch the periodic sync off)")
+		}
+		g.SyncInterval = d
+	}
+	var err error
+	g.MembershipRefresh, err = membershipRefreshInterval(getenv)
+	return g, err
+}
+
+func loadOAuth(getenv func(string) string) (OAuth, error) {
+	var o OAuth
+	var err error
+	if o.Enabled, err = boolEnv(getenv, "OAUTH_ENABLED", true); err != nil {
+		return o, err
+	}
+	if o.DynamicRegistration, err = boolEnv(getenv, "OAUTH_DYNAMIC_REGISTRATION", true); err != nil {
+		return o, err
+	}
+	if o.CIMDAllow, err = safehttp.ParseAllow(getenv("OAUTH_CIMD_ALLOW_CIDRS")); err != nil {
+		return o, fmt.Errorf("OAUTH_CIMD_ALLOW_CIDRS: %w", err)
+	}
+	o.CIMDCAFile = getenv("OAUTH_CIMD_CA_FILE")
+	return o, nil
+}
+
+// CheckAPI is the API's start-up check of the settings only it uses:
+// PUBLIC_URL (CheckServePublicURL), the GitHub sign-in credentials as a
+// pair, and a webhook secret whenever a GitHub App is configured.
+func (c Config) CheckAPI() error {
+	if err := c.CheckServePublicURL(); err != nil {
+		return err
+	}
+	if (c.GitHub.ClientID == "") != (c.GitHub.ClientSecret == "") {
+		return fmt.Errorf("GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET must be set together")
+	}
+	// Webhooks enqueue jobs; signatures are required, so with an App
+	// configured a missing secret is a configuration error.
+	if c.GitHub.WebhookSecret == "" && c.GitHub.AppID != 0 {
+		return fmt.Errorf("GITHUB_WEBHOOK_SECRET is required when GITHUB_APP_ID is set: webhooks must be signed")
+	}
+	return nil
+}
+
+// CheckWorker is the worker's start-up check: an App needs its private key.
+func (c Config) CheckWorker() error {
+	if c.GitHub.AppID != 0 && c.GitHub.PrivateKeyFile == "" {
+		return fmt.Errorf("GITHUB_APP_PRIVATE_KEY_FILE is required with GITHUB_APP_ID")
+	}
+	return nil
+}
+
+// PrivateKey reads the GitHub App's private key (GITHUB_APP_PRIVATE_KEY_FILE).
+func (g GitHub) PrivateKey() ([]byte, error) {
+	pem, err := os.ReadFile(g.PrivateKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading GITHUB_APP_PRIVATE_KEY_FILE: %w", err)
+	}
+	return pem, nil
+}
+
+// CIMDRootCAs reads OAUTH_CIMD_CA_FILE: nil when unset (the system roots).
+func (o OAuth) CIMDRootCAs() (*x509.CertPool, error) {
+	if o.CIMDCAFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(o.CIMDCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("OAUTH_CIMD_CA_FILE: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("OAUTH_CIMD_CA_FILE: no PEM certificate in %s", o.CIMDCAFile)
+	}
+	return pool, nil
 }
 
 // DefaultMembershipRefresh is how often the worker refreshes every GitHub
@@ -157,11 +321,11 @@ func Load(getenv func(string) string) (Config, error) {
 // without a daily sign-in and removed members lose access within the hour.
 const DefaultMembershipRefresh = time.Hour
 
-// MembershipRefreshInterval reads GITHUB_MEMBERSHIP_REFRESH_INTERVAL: a Go
+// membershipRefreshInterval reads GITHUB_MEMBERSHIP_REFRESH_INTERVAL: a Go
 // duration from 1s to below 24h (short intervals are for tests and small
 // installations; each refresh costs API calls, see docs/github-app.md), or
 // 0 to switch the periodic refresh off (webhooks still trigger one).
-func MembershipRefreshInterval(getenv func(string) string) (time.Duration, error) {
+func membershipRefreshInterval(getenv func(string) string) (time.Duration, error) {
 	v := strings.TrimSpace(getenv("GITHUB_MEMBERSHIP_REFRESH_INTERVAL"))
 	if v == "" {
 		return DefaultMembershipRefresh, nil
@@ -220,7 +384,7 @@ func (c Config) Logger(w *os.File) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
 }
 
-func intEnv(getenv func(string) string, name string, def int) (int, error) {
+func rateEnv(getenv func(string) string, name string, def int) (int, error) {
 	v := strings.TrimSpace(getenv(name))
 	if v == "" {
 		return def, nil
@@ -230,6 +394,18 @@ func intEnv(getenv func(string) string, name string, def int) (int, error) {
 		return 0, fmt.Errorf("%s must be a whole number of requests a minute (0: no limit), not %q", name, v)
 	}
 	return n, nil
+}
+
+func boolEnv(getenv func(string) string, name string, def bool) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(getenv(name))) {
+	case "":
+		return def, nil
+	case "1", "true", "on", "yes":
+		return true, nil
+	case "0", "false", "off", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s must be true or false", name)
 }
 
 // LoopbackHTTP reports whether PUBLIC_URL is plain http on a loopback host:
