@@ -129,8 +129,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Limiter:       limiter,
 		Limits: httpserver.Limits{PerIP: perMinute(cfg.RatePerIP), PerToken: perMinute(cfg.RatePerToken), Login: perMinute(cfg.LoginRatePerIP),
 			Webhook: perMinute(cfg.WebhookRatePerIP)},
-		TrustedProxies: cfg.TrustedProxies,
-		OAuth:          oauthCfg,
+		TrustedProxies:   cfg.TrustedProxies,
+		MaxConcurrentMCP: cfg.MCPMaxConcurrent,
+		OAuth:            oauthCfg,
 	})
 	if err != nil {
 		return err

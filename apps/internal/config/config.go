@@ -66,6 +66,9 @@ type Config struct {
 	// WorkerConcurrency is the jobs a worker works at once
 	// (WORKER_CONCURRENCY, 1-100).
 	WorkerConcurrency int
+	// MCPMaxConcurrent is how many /mcp requests the API serves at once
+	// before it sheds the next with 503 (MCP_MAX_CONCURRENT, 1-10000).
+	MCPMaxConcurrent int
 }
 
 // GitHub is the GitHub App (docs/github-app.md). Which settings a program
@@ -111,7 +114,10 @@ const (
 	DefaultLoginRatePerIP    = 30
 	DefaultWebhookRatePerIP  = 600
 	DefaultWorkerConcurrency = 4
-	DefaultSyncInterval      = time.Hour
+	// DefaultMCPMaxConcurrent is httpserver.DefaultMaxConcurrentMCP
+	// (config does not import the server; TestDefaultsAgree checks it).
+	DefaultMCPMaxConcurrent = 64
+	DefaultSyncInterval     = time.Hour
 )
 
 // Load reads the configuration from getenv.
@@ -214,6 +220,12 @@ func Load(getenv func(string) string) (Config, error) {
 	if v := getenv("WORKER_CONCURRENCY"); v != "" {
 		if c.WorkerConcurrency, err = strconv.Atoi(v); err != nil || c.WorkerConcurrency < 1 || c.WorkerConcurrency > 100 {
 			return c, fmt.Errorf("WORKER_CONCURRENCY must be 1 to 100")
+		}
+	}
+	c.MCPMaxConcurrent = DefaultMCPMaxConcurrent
+	if v := getenv("MCP_MAX_CONCURRENT"); v != "" {
+		if c.MCPMaxConcurrent, err = strconv.Atoi(v); err != nil || c.MCPMaxConcurrent < 1 || c.MCPMaxConcurrent > 10000 {
+			return c, fmt.Errorf("MCP_MAX_CONCURRENT must be 1 to 10000")
 		}
 	}
 	return c, nil

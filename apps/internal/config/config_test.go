@@ -42,6 +42,7 @@ func TestLoadDefaults(t *testing.T) {
 		GitHub:            GitHub{SyncInterval: time.Hour, MembershipRefresh: time.Hour},
 		OAuth:             OAuth{Enabled: true, DynamicRegistration: true},
 		WorkerConcurrency: 4,
+		MCPMaxConcurrent:  64,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", got, want)
@@ -106,6 +107,7 @@ func TestLoadValues(t *testing.T) {
 			return len(c.OAuth.CIMDAllow) == 1 && c.OAuth.CIMDCAFile == "/ca.pem"
 		}, "CIMD development settings"},
 		{map[string]string{"WORKER_CONCURRENCY": "100"}, func(c Config) bool { return c.WorkerConcurrency == 100 }, "WORKER_CONCURRENCY"},
+		{map[string]string{"MCP_MAX_CONCURRENT": "8"}, func(c Config) bool { return c.MCPMaxConcurrent == 8 }, "MCP_MAX_CONCURRENT"},
 	} {
 		c, err := Load(envOf(tc.env))
 		if err != nil {
@@ -153,6 +155,9 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"WORKER_CONCURRENCY", "0"},
 		{"WORKER_CONCURRENCY", "101"},
 		{"WORKER_CONCURRENCY", "four"},
+		{"MCP_MAX_CONCURRENT", "0"},
+		{"MCP_MAX_CONCURRENT", "10001"},
+		{"MCP_MAX_CONCURRENT", "many"},
 	} {
 		_, err := Load(envOf(map[string]string{tc.setting: tc.value}))
 		if err == nil || !strings.Contains(err.Error(), tc.setting) {
