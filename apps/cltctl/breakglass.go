@@ -28,7 +28,7 @@ func cmdBreakGlass(e *env, args []string) error {
 		return err
 	}
 	var link string
-	err := e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	err := e.inTenant(*slug, func(tx *postgres.Tx) error {
 		// Only an existing, not deleted user: break-glass must never create
 		// or revive an account (a deleted user stays deleted).
 		u, err := tx.UserByEmail(e.ctx, *email)
@@ -38,7 +38,7 @@ func cmdBreakGlass(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		link, err = oneTimeLink(e, tx, tid, u.ID, "break-glass", breakGlassTTL)
+		link, err = oneTimeLink(e, tx, u.ID, "break-glass", breakGlassTTL)
 		if err != nil {
 			return err
 		}
@@ -52,8 +52,8 @@ func cmdBreakGlass(e *env, args []string) error {
 }
 
 // oneTimeLink stores a single-use sign-in state and returns its link.
-func oneTimeLink(e *env, tx *postgres.Tx, tid, userID, kind string, ttl time.Duration) (string, error) {
-	value := tid + "." + authn.NewSecret()
+func oneTimeLink(e *env, tx *postgres.Tx, userID, kind string, ttl time.Duration) (string, error) {
+	value := tx.TenantID() + "." + authn.NewSecret()
 	if err := tx.CreateLoginState(e.ctx, authn.HashValue(value), postgres.LoginState{Kind: kind, UserID: userID}, ttl); err != nil {
 		return "", err
 	}

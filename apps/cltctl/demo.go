@@ -77,7 +77,7 @@ func cmdDemo(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		repo, err := e.ingest.AddRepository(e.ctx, tx, tid, postgres.NewRepository{FullName: demoRepo, DefaultBranch: "main"})
+		repo, err := e.ingest.AddRepository(e.ctx, tx, postgres.NewRepository{FullName: demoRepo, DefaultBranch: "main"})
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func cmdDemo(e *env, args []string) error {
 			if r.repo {
 				rid = &repo.ID
 			}
-			if _, err := e.ingest.UpsertRule(e.ctx, tx, tid, rid, r.rule); err != nil {
+			if _, err := e.ingest.UpsertRule(e.ctx, tx, rid, r.rule); err != nil {
 				return err
 			}
 		}
@@ -129,7 +129,7 @@ func cmdDemo(e *env, args []string) error {
 			if err != nil {
 				return err
 			}
-			if links[email], err = oneTimeLink(e, tx, tid, u.ID, "dev", time.Hour); err != nil {
+			if links[email], err = oneTimeLink(e, tx, u.ID, "dev", time.Hour); err != nil {
 				return err
 			}
 		}
@@ -194,7 +194,7 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 			if err != nil {
 				return err
 			}
-			res, err = e.ingest.Index(e.ctx, tx, tid, r.ID, snap, operator)
+			res, err = e.ingest.Index(e.ctx, tx, r.ID, snap, operator)
 			return err
 		})
 		if err != nil {
@@ -208,7 +208,7 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 	}
 	var res postgres.ImportResult
 	if err := db.InTenant(e.ctx, tid, func(tx *postgres.Tx) error {
-		res, err = e.ingest.Import(e.ctx, tx, tid, imp, operator)
+		res, err = e.ingest.Import(e.ctx, tx, imp, operator)
 		return err
 	}); err != nil {
 		return prefixed(path, err)

@@ -50,13 +50,13 @@ func cmdGitHubSync(e *env, args []string) error {
 			return codelotse.Errorf(codelotse.Invalid, "tenant %s is not bound to a GitHub installation (cltctl tenant create --github-installation ID)", *slug)
 		}
 		if *repo == "" {
-			return client.EnqueueInstallationSync(e.ctx, tx, tid)
+			return client.EnqueueInstallationSync(e.ctx, tx)
 		}
 		r, err := tx.RepositoryByName(e.ctx, *repo)
 		if err != nil {
 			return err
 		}
-		return client.EnqueueRepositorySync(e.ctx, tx, tid, r.ID)
+		return client.EnqueueRepositorySync(e.ctx, tx, r.ID)
 	})
 	if err != nil {
 		return err

@@ -32,7 +32,7 @@ func cmdIdPAdd(e *env, args []string) error {
 	if !contains(sc, "openid") {
 		return usageError{"--scopes must include openid"}
 	}
-	return e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	return e.inTenant(*slug, func(tx *postgres.Tx) error {
 		p, err := tx.UpsertIdentityProvider(e.ctx, postgres.IdentityProvider{Issuer: strings.TrimRight(*issuer, "/"),
 			ClientID: *clientID, ClientSecret: *secret, GroupsClaim: *claim, Scopes: sc}, operator)
 		if err != nil {
@@ -59,7 +59,7 @@ func cmdIdPSetEnabled(enabled bool) func(e *env, args []string) error {
 		if err := need("tenant", *slug); err != nil {
 			return err
 		}
-		return e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+		return e.inTenant(*slug, func(tx *postgres.Tx) error {
 			p, err := tx.IdentityProviderByIssuer(e.ctx, *issuer)
 			if err != nil {
 				return err
@@ -95,8 +95,8 @@ func cmdIdPMap(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
-		p, repoID, err := providerAndRepo(e, tx, tid, *issuer, *repo)
+	return e.inTenant(*slug, func(tx *postgres.Tx) error {
+		p, repoID, err := providerAndRepo(e, tx, *issuer, *repo)
 		if err != nil {
 			return err
 		}
@@ -132,8 +132,8 @@ func cmdIdPUnmap(e *env, args []string) error {
 			return err
 		}
 	}
-	return e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
-		p, repoID, err := providerAndRepo(e, tx, tid, *issuer, *repo)
+	return e.inTenant(*slug, func(tx *postgres.Tx) error {
+		p, repoID, err := providerAndRepo(e, tx, *issuer, *repo)
 		if err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func cmdMembershipRefresh(e *env, args []string) error {
 	if err := need("tenant", *slug, "email", *email); err != nil {
 		return err
 	}
-	return e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	return e.inTenant(*slug, func(tx *postgres.Tx) error {
 		u, err := tx.UserByEmail(e.ctx, *email)
 		if err != nil {
 			return err
@@ -197,7 +197,7 @@ func cmdMembershipExpire(e *env, args []string) error {
 	if err := need("tenant", *slug, "email", *email); err != nil {
 		return err
 	}
-	return e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	return e.inTenant(*slug, func(tx *postgres.Tx) error {
 		u, err := tx.UserByEmail(e.ctx, *email)
 		if err != nil {
 			return err
@@ -221,7 +221,7 @@ func contains(list []string, s string) bool {
 
 // providerAndRepo resolves the --issuer and optional --repo flags of the
 // mapping commands.
-func providerAndRepo(e *env, tx *postgres.Tx, tid, issuer, repo string) (postgres.IdentityProvider, *int64, error) {
+func providerAndRepo(e *env, tx *postgres.Tx, issuer, repo string) (postgres.IdentityProvider, *int64, error) {
 	p, err := tx.IdentityProviderByIssuer(e.ctx, issuer)
 	if err != nil || repo == "" {
 		return p, nil, err

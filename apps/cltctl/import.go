@@ -65,9 +65,9 @@ func cmdImportSARIF(e *env, args []string) error {
 
 func storeImport(e *env, slug, file string, imp codelotse.ReviewImport) error {
 	var res postgres.ImportResult
-	err := e.inTenant(slug, func(tid string, tx *postgres.Tx) error {
+	err := e.inTenant(slug, func(tx *postgres.Tx) error {
 		var err error
-		res, err = e.ingest.Import(e.ctx, tx, tid, imp, operator)
+		res, err = e.ingest.Import(e.ctx, tx, imp, operator)
 		return err
 	})
 	if err != nil {

@@ -28,12 +28,12 @@ func cmdIndex(e *env, args []string) error {
 		return err
 	}
 	var res postgres.IndexResult
-	err = e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	err = e.inTenant(*slug, func(tx *postgres.Tx) error {
 		r, err := tx.RepositoryByName(e.ctx, *repo)
 		if err != nil {
 			return err
 		}
-		res, err = e.ingest.Index(e.ctx, tx, tid, r.ID, snap, operator)
+		res, err = e.ingest.Index(e.ctx, tx, r.ID, snap, operator)
 		return err
 	})
 	if err != nil {

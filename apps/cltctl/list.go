@@ -60,7 +60,7 @@ func cmdUserList(e *env, args []string) error {
 		return err
 	}
 	var list []postgres.Member
-	if err := e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	if err := e.inTenant(*slug, func(tx *postgres.Tx) error {
 		var err error
 		list, err = tx.ListMembers(e.ctx)
 		return err
@@ -112,7 +112,7 @@ func cmdRepoList(e *env, args []string) error {
 		return err
 	}
 	var list []postgres.RepoStatus
-	if err := e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	if err := e.inTenant(*slug, func(tx *postgres.Tx) error {
 		var err error
 		list, err = tx.ListRepoStatus(e.ctx)
 		return err

@@ -214,7 +214,7 @@ var operator = postgres.Actor{Label: "cltctl"}
 
 // inTenant opens the administrative connection and runs fn in a tenant
 // transaction of the tenant with slug.
-func (e *env) inTenant(slug string, fn func(tid string, tx *postgres.Tx) error) error {
+func (e *env) inTenant(slug string, fn func(tx *postgres.Tx) error) error {
 	db, err := e.admin()
 	if err != nil {
 		return err
@@ -224,5 +224,5 @@ func (e *env) inTenant(slug string, fn func(tid string, tx *postgres.Tx) error) 
 	if err != nil {
 		return err
 	}
-	return db.InTenant(e.ctx, tid, func(tx *postgres.Tx) error { return fn(tid, tx) })
+	return db.InTenant(e.ctx, tid, fn)
 }

@@ -23,8 +23,8 @@ func cmdRepoAdd(e *env, args []string) error {
 	}
 	var r codelotse.Repository
 	var err error
-	err = e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
-		r, err = e.ingest.AddRepository(e.ctx, tx, tid, postgres.NewRepository{FullName: *full, DefaultBranch: *branch, Private: *private, URL: *url})
+	err = e.inTenant(*slug, func(tx *postgres.Tx) error {
+		r, err = e.ingest.AddRepository(e.ctx, tx, postgres.NewRepository{FullName: *full, DefaultBranch: *branch, Private: *private, URL: *url})
 		if err != nil {
 			return err
 		}
@@ -49,7 +49,7 @@ func cmdRepoGrant(e *env, args []string) error {
 	if err := need("tenant", *slug, "email", *email, "full-name", *full); err != nil {
 		return err
 	}
-	err := e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	err := e.inTenant(*slug, func(tx *postgres.Tx) error {
 		u, err := tx.UserByEmail(e.ctx, *email)
 		if err != nil {
 			return err

@@ -34,7 +34,7 @@ func cmdRuleAdd(e *env, args []string) error {
 			globs = append(globs, g)
 		}
 	}
-	err = e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	err = e.inTenant(*slug, func(tx *postgres.Tx) error {
 		var repoID *int64
 		if *repo != "" {
 			r, err := tx.RepositoryByName(e.ctx, *repo)
@@ -43,7 +43,7 @@ func cmdRuleAdd(e *env, args []string) error {
 			}
 			repoID = &r.ID
 		}
-		_, err := e.ingest.UpsertRule(e.ctx, tx, tid, repoID, codelotse.Rule{Key: *key, Title: *title, Severity: severity, PathGlobs: globs, Instructions: *instr})
+		_, err := e.ingest.UpsertRule(e.ctx, tx, repoID, codelotse.Rule{Key: *key, Title: *title, Severity: severity, PathGlobs: globs, Instructions: *instr})
 		return err
 	})
 	if err != nil {

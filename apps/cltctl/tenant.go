@@ -58,7 +58,7 @@ func cmdTenantSetMCP(e *env, args []string) error {
 		return usageError{fmt.Sprintf("--enabled must be true or false, not %q", *enabled)}
 	}
 	var changed bool
-	err = e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	err = e.inTenant(*slug, func(tx *postgres.Tx) error {
 		changed, err = tx.SetMCPEnabled(e.ctx, on, operator)
 		return err
 	})

@@ -110,7 +110,7 @@ func cmdTokenRevoke(e *env, args []string) error {
 	if err := need("tenant", *slug, "id", *id); err != nil {
 		return err
 	}
-	if err := e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	if err := e.inTenant(*slug, func(tx *postgres.Tx) error {
 		return tx.RevokeToken(e.ctx, *id, "", operator)
 	}); err != nil {
 		return err
@@ -132,7 +132,7 @@ func cmdTokenList(e *env, args []string) error {
 	}
 	var list []codelotse.Token
 	var err error
-	err = e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	err = e.inTenant(*slug, func(tx *postgres.Tx) error {
 		uid := ""
 		if *email != "" {
 			u, err := tx.UserByEmail(e.ctx, *email)

@@ -28,7 +28,7 @@ func cmdUserAdd(e *env, args []string) error {
 		return err
 	}
 	var u codelotse.User
-	err = e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	err = e.inTenant(*slug, func(tx *postgres.Tx) error {
 		u, err = tx.AddLocalMember(e.ctx, *email, *name, r, e.now, operator)
 		return err
 	})
@@ -50,7 +50,7 @@ func cmdUserDelete(e *env, args []string) error {
 	if err := need("tenant", *slug, "email", *email); err != nil {
 		return err
 	}
-	if err := e.inTenant(*slug, func(tid string, tx *postgres.Tx) error {
+	if err := e.inTenant(*slug, func(tx *postgres.Tx) error {
 		return tx.DeleteUser(e.ctx, *email, operator)
 	}); err != nil {
 		return err

@@ -93,8 +93,8 @@ func (s *Sessions) ClearLoginCookie() *http.Cookie {
 
 // Start creates a session for the user in tx (a new secret every time: the
 // session id rotates at every sign-in) and returns its cookie.
-func (s *Sessions) Start(ctx context.Context, tx *postgres.Tx, tenantID, userID string, breakGlass bool, idpID string, groups []string) (*http.Cookie, error) {
-	value := tenantID + "." + NewSecret()
+func (s *Sessions) Start(ctx context.Context, tx *postgres.Tx, userID string, breakGlass bool, idpID string, groups []string) (*http.Cookie, error) {
+	value := tx.TenantID() + "." + NewSecret()
 	if _, err := tx.CreateWebSession(ctx, HashValue(value), userID, breakGlass, idpID, groups, s.ttl()); err != nil {
 		return nil, err
 	}

@@ -697,7 +697,7 @@ func (s *Server) mcpRevokeGrant(c echo.Context) error {
 
 // adminRevokeGrant is POST /t/:slug/admin/grants/:id/revoke.
 func (s *Server) adminRevokeGrant(c echo.Context) error {
-	return s.adminDo(c, "Connected client revoked.", func(ctx context.Context, tx *postgres.Tx, tid string, actor postgres.Actor) error {
+	return s.adminDo(c, "Connected client revoked.", func(ctx context.Context, tx *postgres.Tx, actor postgres.Actor) error {
 		return tx.RevokeGrant(ctx, c.Param("id"), "", actor)
 	})
 }
@@ -711,7 +711,7 @@ func (s *Server) adminSetOAuth(c echo.Context) error {
 	if on {
 		done = "OAuth clients switched on."
 	}
-	return s.adminDo(c, done, func(ctx context.Context, tx *postgres.Tx, tid string, actor postgres.Actor) error {
+	return s.adminDo(c, done, func(ctx context.Context, tx *postgres.Tx, actor postgres.Actor) error {
 		_, err := tx.SetOAuthEnabled(ctx, on, actor)
 		return err
 	})

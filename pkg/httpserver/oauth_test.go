@@ -75,7 +75,7 @@ func (f *oauthFixture) signIn(tid, uid string, breakGlass bool) *http.Cookie {
 	var c *http.Cookie
 	err := f.env.App.InTenant(context.Background(), tid, func(tx *postgres.Tx) error {
 		var err error
-		c, err = f.sessions.Start(context.Background(), tx, tid, uid, breakGlass, "", nil)
+		c, err = f.sessions.Start(context.Background(), tx, uid, breakGlass, "", nil)
 		return err
 	})
 	if err != nil {

@@ -168,7 +168,7 @@ var adminNotices = map[string]string{
 
 // adminDo runs an admin change and returns to the page with a notice (a key
 // of adminNotices), or re-renders it with the error.
-func (s *Server) adminDo(c echo.Context, done string, fn func(ctx context.Context, tx *postgres.Tx, tid string, actor postgres.Actor) error) error {
+func (s *Server) adminDo(c echo.Context, done string, fn func(ctx context.Context, tx *postgres.Tx, actor postgres.Actor) error) error {
 	p := principal(c)
 	tid := c.Get(keyTenantID).(string)
 	actor := postgres.Actor{UserID: p.Session.UserID, Label: p.Session.Email}
@@ -176,7 +176,7 @@ func (s *Server) adminDo(c echo.Context, done string, fn func(ctx context.Contex
 		actor.Label = p.Session.Email + " (break-glass)"
 	}
 	err := s.cfg.DB.InTenant(c.Request().Context(), tid, func(tx *postgres.Tx) error {
-		return fn(c.Request().Context(), tx, tid, actor)
+		return fn(c.Request().Context(), tx, actor)
 	})
 	if err != nil {
 		code := codelotse.ErrorCode(err)
@@ -202,7 +202,7 @@ func (s *Server) adminSetMCP(c echo.Context) error {
 	if on {
 		msg = "mcp-on"
 	}
-	return s.adminDo(c, msg, func(ctx context.Context, tx *postgres.Tx, tid string, a postgres.Actor) error {
+	return s.adminDo(c, msg, func(ctx context.Context, tx *postgres.Tx, a postgres.Actor) error {
 		_, err := tx.SetMCPEnabled(ctx, on, a)
 		return err
 	})
@@ -216,7 +216,7 @@ func (s *Server) adminSaveIdP(c echo.Context) error {
 	claim := formValue(c, "groups_claim")
 	scopes := strings.Fields(c.FormValue("scopes"))
 	enabled := c.FormValue("enabled") == "true"
-	return s.adminDo(c, "idp-saved", func(ctx context.Context, tx *postgres.Tx, tid string, a postgres.Actor) error {
+	return s.adminDo(c, "idp-saved", func(ctx context.Context, tx *postgres.Tx, a postgres.Actor) error {
 		if !issuerAllowed(issuer) {
 			return codelotse.Errorf(codelotse.Invalid, "The issuer must be an https URL such as https://login.example.com (plain http only on this machine's loopback).")
 		}
@@ -253,7 +253,7 @@ func (s *Server) adminSaveIdP(c echo.Context) error {
 // adminAddMapping is POST /t/:slug/admin/mappings.
 func (s *Server) adminAddMapping(c echo.Context) error {
 	group, role, repo := formValue(c, "group"), formValue(c, "role"), formValue(c, "repository")
-	return s.adminDo(c, "mapping-added", func(ctx context.Context, tx *postgres.Tx, tid string, a postgres.Actor) error {
+	return s.adminDo(c, "mapping-added", func(ctx context.Context, tx *postgres.Tx, a postgres.Actor) error {
 		p, err := tx.IdentityProviderByIssuer(ctx, "")
 		if err != nil {
 			return codelotse.Errorf(codelotse.Invalid, "Configure the identity provider first.")
@@ -283,7 +283,7 @@ func (s *Server) adminDeleteMapping(c echo.Context) error {
 	if err != nil {
 		return s.page(c, http.StatusNotFound, "Not found", "No such mapping.")
 	}
-	return s.adminDo(c, "mapping-removed", func(ctx context.Context, tx *postgres.Tx, tid string, a postgres.Actor) error {
+	return s.adminDo(c, "mapping-removed", func(ctx context.Context, tx *postgres.Tx, a postgres.Actor) error {
 		group, err := tx.DeleteGroupMapping(ctx, id)
 		if err != nil {
 			return err
@@ -295,7 +295,7 @@ func (s *Server) adminDeleteMapping(c echo.Context) error {
 // adminRevokeToken is POST /t/:slug/admin/tokens/:id/revoke (any token).
 func (s *Server) adminRevokeToken(c echo.Context) error {
 	id := c.Param("id")
-	return s.adminDo(c, "token-revoked", func(ctx context.Context, tx *postgres.Tx, tid string, a postgres.Actor) error {
+	return s.adminDo(c, "token-revoked", func(ctx context.Context, tx *postgres.Tx, a postgres.Actor) error {
 		return tx.RevokeToken(ctx, id, "", a)
 	})
 }

@@ -49,7 +49,7 @@ func (s *Server) linkSignIn(c echo.Context) error {
 			return err
 		}
 		slug = t.Slug
-		cookie, err = s.cfg.Sessions.Start(ctx, tx, tid, st.UserID, st.Kind == "break-glass", "", nil)
+		cookie, err = s.cfg.Sessions.Start(ctx, tx, st.UserID, st.Kind == "break-glass", "", nil)
 		if err != nil {
 			return err
 		}

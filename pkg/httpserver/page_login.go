@@ -169,7 +169,7 @@ func (s *Server) oidcCallback(c echo.Context) error {
 		if err := tx.AuditSignIn(ctx, u.ID, u.Email, "oidc"); err != nil {
 			return err
 		}
-		cookie, err = s.cfg.Sessions.Start(ctx, tx, tid, u.ID, false, p.ID, claims.Groups)
+		cookie, err = s.cfg.Sessions.Start(ctx, tx, u.ID, false, p.ID, claims.Groups)
 		return err
 	})
 	if err != nil {
@@ -244,7 +244,7 @@ func (s *Server) githubCallback(c echo.Context) error {
 		}
 		var repoIDs []int64
 		for _, r := range inst.Repos {
-			rid, err := s.cfg.Ingest.UpsertGitHubRepository(ctx, tx, tid, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
+			rid, err := s.cfg.Ingest.UpsertGitHubRepository(ctx, tx, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
 			if codelotse.ErrorCode(err) == codelotse.Invalid {
 				continue // a name that looks like a secret is not stored
 			}
@@ -259,7 +259,7 @@ func (s *Server) githubCallback(c echo.Context) error {
 		if err := tx.AuditSignIn(ctx, u.ID, u.Email, "github"); err != nil {
 			return err
 		}
-		cookie, err = s.cfg.Sessions.Start(ctx, tx, tid, u.ID, false, "", nil)
+		cookie, err = s.cfg.Sessions.Start(ctx, tx, u.ID, false, "", nil)
 		return err
 	})
 	if err != nil {

@@ -35,7 +35,7 @@ func webFixture(t *testing.T, limits Limits) (*Server, *pgtest.Env, string, *htt
 		if err != nil {
 			return err
 		}
-		cookie, err = sessions.Start(ctx, tx, tn.ID, u.ID, false, "", nil)
+		cookie, err = sessions.Start(ctx, tx, u.ID, false, "", nil)
 		return err
 	})
 	if err != nil {

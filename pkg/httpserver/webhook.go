@@ -18,10 +18,10 @@ import (
 // Enqueuer puts background jobs on the queue inside the caller's
 // transaction (implemented by pkg/jobs).
 type Enqueuer interface {
-	EnqueueInstallationSync(ctx context.Context, tx *postgres.Tx, tenantID string) error
-	EnqueueRepositorySync(ctx context.Context, tx *postgres.Tx, tenantID string, repoID int64) error
-	EnqueueIndex(ctx context.Context, tx *postgres.Tx, tenantID string, repoID int64) error
-	EnqueueMembershipRefresh(ctx context.Context, tx *postgres.Tx, tenantID string) error
+	EnqueueInstallationSync(ctx context.Context, tx *postgres.Tx) error
+	EnqueueRepositorySync(ctx context.Context, tx *postgres.Tx, repoID int64) error
+	EnqueueIndex(ctx context.Context, tx *postgres.Tx, repoID int64) error
+	EnqueueMembershipRefresh(ctx context.Context, tx *postgres.Tx) error
 }
 
 // maxWebhookBytes is GitHub's largest payload (25 MB).
@@ -97,7 +97,7 @@ func (s *Server) githubWebhook(c echo.Context) error {
 			status = "duplicate delivery"
 			return nil
 		}
-		return s.dispatch(ctx, tx, tid, ev, &status)
+		return s.dispatch(ctx, tx, ev, &status)
 	})
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func (s *Server) githubWebhook(c echo.Context) error {
 }
 
 // dispatch turns one event into jobs or membership changes.
-func (s *Server) dispatch(ctx context.Context, tx *postgres.Tx, tid string, ev githubapp.WebhookEvent, status *string) error {
+func (s *Server) dispatch(ctx context.Context, tx *postgres.Tx, ev githubapp.WebhookEvent, status *string) error {
 	repoJob := func(index bool) error {
 		id, ok, err := tx.RepositoryIDByGitHubID(ctx, ev.RepoID)
 		if err != nil {
@@ -114,12 +114,12 @@ func (s *Server) dispatch(ctx context.Context, tx *postgres.Tx, tid string, ev g
 		}
 		if !ok {
 			// A repository we do not know yet: sync the installation.
-			return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx, tid)
+			return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx)
 		}
 		if index {
-			return s.cfg.Jobs.EnqueueIndex(ctx, tx, tid, id)
+			return s.cfg.Jobs.EnqueueIndex(ctx, tx, id)
 		}
-		return s.cfg.Jobs.EnqueueRepositorySync(ctx, tx, tid, id)
+		return s.cfg.Jobs.EnqueueRepositorySync(ctx, tx, id)
 	}
 	switch ev.Event {
 	case "installation":
@@ -127,16 +127,16 @@ func (s *Server) dispatch(ctx context.Context, tx *postgres.Tx, tid string, ev g
 		// Members permission the membership refresh needs. A deleted or
 		// suspended installation has nothing to refresh from.
 		if ev.Action != "deleted" && ev.Action != "suspend" {
-			if err := s.cfg.Jobs.EnqueueMembershipRefresh(ctx, tx, tid); err != nil {
+			if err := s.cfg.Jobs.EnqueueMembershipRefresh(ctx, tx); err != nil {
 				return err
 			}
 		}
-		return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx, tid)
+		return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx)
 	case "installation_repositories":
-		if err := s.cfg.Jobs.EnqueueMembershipRefresh(ctx, tx, tid); err != nil {
+		if err := s.cfg.Jobs.EnqueueMembershipRefresh(ctx, tx); err != nil {
 			return err
 		}
-		return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx, tid)
+		return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx)
 	case "pull_request", "pull_request_review", "pull_request_review_comment", "code_scanning_alert":
 		return repoJob(false)
 	case "push":
@@ -148,7 +148,7 @@ func (s *Server) dispatch(ctx context.Context, tx *postgres.Tx, tid string, ev g
 	case "organization", "member", "membership", "team", "team_add":
 		// Any change of members, teams or their repositories: refresh
 		// the tenant's caches from the installation now.
-		if err := s.cfg.Jobs.EnqueueMembershipRefresh(ctx, tx, tid); err != nil {
+		if err := s.cfg.Jobs.EnqueueMembershipRefresh(ctx, tx); err != nil {
 			return err
 		}
 		*status = "membership refresh queued"

@@ -23,19 +23,19 @@ import (
 // pkg/jobs', tested there).
 type countingEnqueuer struct{ n atomic.Int64 }
 
-func (e *countingEnqueuer) EnqueueInstallationSync(context.Context, *postgres.Tx, string) error {
+func (e *countingEnqueuer) EnqueueInstallationSync(context.Context, *postgres.Tx) error {
 	e.n.Add(1)
 	return nil
 }
-func (e *countingEnqueuer) EnqueueRepositorySync(context.Context, *postgres.Tx, string, int64) error {
+func (e *countingEnqueuer) EnqueueRepositorySync(context.Context, *postgres.Tx, int64) error {
 	e.n.Add(1)
 	return nil
 }
-func (e *countingEnqueuer) EnqueueIndex(context.Context, *postgres.Tx, string, int64) error {
+func (e *countingEnqueuer) EnqueueIndex(context.Context, *postgres.Tx, int64) error {
 	e.n.Add(1)
 	return nil
 }
-func (e *countingEnqueuer) EnqueueMembershipRefresh(context.Context, *postgres.Tx, string) error {
+func (e *countingEnqueuer) EnqueueMembershipRefresh(context.Context, *postgres.Tx) error {
 	e.n.Add(1)
 	return nil
 }

@@ -24,7 +24,7 @@ func BenchmarkIndexGoSrc(b *testing.B) {
 	in := ingest.New(secretscan.New())
 	var repoID int64
 	if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
-		r, err := in.AddRepository(ctx, tx, tn.ID, postgres.NewRepository{FullName: "bench/go"})
+		r, err := in.AddRepository(ctx, tx, postgres.NewRepository{FullName: "bench/go"})
 		repoID = r.ID
 		return err
 	}); err != nil {
@@ -34,7 +34,7 @@ func BenchmarkIndexGoSrc(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
-			_, err := in.Index(ctx, tx, tn.ID, repoID, snap, postgres.Actor{Label: "bench"})
+			_, err := in.Index(ctx, tx, repoID, snap, postgres.Actor{Label: "bench"})
 			return err
 		}); err != nil {
 			b.Fatal(err)

@@ -62,7 +62,7 @@ func (l *Learned) add(found []secretscan.Found) {
 // learned so far, so that a bare value of a secret (a token alone in a
 // path, a private key's body without its BEGIN line) is not stored either;
 // nil when there are none.
-func (l *Learned) known(ctx context.Context, tx *postgres.Tx, tenantID string) (*secretscan.Known, error) {
+func (l *Learned) known(ctx context.Context, tx *postgres.Tx) (*secretscan.Known, error) {
 	stored, err := tx.SecretFingerprints(ctx)
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func (l *Learned) known(ctx context.Context, tx *postgres.Tx, tenantID string) (
 }
 
 // Record stores the learned fingerprints in tx.
-func (l *Learned) Record(ctx context.Context, tx *postgres.Tx, tenantID string) error {
+func (l *Learned) Record(ctx context.Context, tx *postgres.Tx) error {
 	return tx.RecordSecretFingerprints(ctx, l.fps)
 }
 
@@ -192,10 +192,10 @@ func rule(r codelotse.Rule, d func(string) string) codelotse.Rule {
 
 // Index replaces a repository's code index with snap, redacted, and learns
 // its secrets, in tx.
-func (in *Ingester) Index(ctx context.Context, tx *postgres.Tx, tid string, repoID int64, snap codeindex.Snapshot, actor postgres.Actor) (postgres.IndexResult, error) {
+func (in *Ingester) Index(ctx context.Context, tx *postgres.Tx, repoID int64, snap codeindex.Snapshot, actor postgres.Actor) (postgres.IndexResult, error) {
 	var l Learned
 	snap = in.Snapshot(snap, &l)
-	k, err := l.known(ctx, tx, tid)
+	k, err := l.known(ctx, tx)
 	if err != nil {
 		return postgres.IndexResult{}, err
 	}
@@ -206,14 +206,14 @@ func (in *Ingester) Index(ctx context.Context, tx *postgres.Tx, tid string, repo
 	if err != nil {
 		return res, err
 	}
-	return res, l.Record(ctx, tx, tid)
+	return res, l.Record(ctx, tx)
 }
 
 // Import stores a review import, redacted, and learns its secrets, in tx.
-func (in *Ingester) Import(ctx context.Context, tx *postgres.Tx, tid string, imp codelotse.ReviewImport, actor postgres.Actor) (postgres.ImportResult, error) {
+func (in *Ingester) Import(ctx context.Context, tx *postgres.Tx, imp codelotse.ReviewImport, actor postgres.Actor) (postgres.ImportResult, error) {
 	var l Learned
 	imp = in.ReviewImport(imp, &l)
-	k, err := l.known(ctx, tx, tid)
+	k, err := l.known(ctx, tx)
 	if err != nil {
 		return postgres.ImportResult{}, err
 	}
@@ -224,18 +224,18 @@ func (in *Ingester) Import(ctx context.Context, tx *postgres.Tx, tid string, imp
 	if err != nil {
 		return res, err
 	}
-	return res, l.Record(ctx, tx, tid)
+	return res, l.Record(ctx, tx)
 }
 
 // UpsertRule stores a rule, redacted, and learns its secrets, in tx. A key
 // that holds a secret is refused: keys are identifiers that operators type.
-func (in *Ingester) UpsertRule(ctx context.Context, tx *postgres.Tx, tid string, repoID *int64, r codelotse.Rule) (int64, error) {
+func (in *Ingester) UpsertRule(ctx context.Context, tx *postgres.Tx, repoID *int64, r codelotse.Rule) (int64, error) {
 	var l Learned
 	if key := in.Document(r.Key, &l); key != r.Key {
 		return 0, codelotse.Errorf(codelotse.Invalid, "rule key %s looks like a secret; choose another key", key)
 	}
 	r = in.Rule(r, &l)
-	k, err := l.known(ctx, tx, tid)
+	k, err := l.known(ctx, tx)
 	if err != nil {
 		return 0, err
 	}
@@ -246,7 +246,7 @@ func (in *Ingester) UpsertRule(ctx context.Context, tx *postgres.Tx, tid string,
 	if err != nil {
 		return id, err
 	}
-	return id, l.Record(ctx, tx, tid)
+	return id, l.Record(ctx, tx)
 }
 
 // repository prepares what AddRepository and UpsertGitHubRepository store:
@@ -255,13 +255,13 @@ func (in *Ingester) UpsertRule(ctx context.Context, tx *postgres.Tx, tid string,
 // secret, by pattern or known, is refused (full names are identifiers that
 // other paths look repositories up by, and the schema allows only
 // OWNER/NAME characters, so a placeholder cannot be stored).
-func (in *Ingester) repository(ctx context.Context, tx *postgres.Tx, tid, name string, texts ...*string) (*Learned, error) {
+func (in *Ingester) repository(ctx context.Context, tx *postgres.Tx, name string, texts ...*string) (*Learned, error) {
 	var l Learned
 	clean := in.Document(name, &l)
 	for _, s := range texts {
 		*s = in.Document(*s, &l)
 	}
-	k, err := l.known(ctx, tx, tid)
+	k, err := l.known(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
@@ -279,8 +279,8 @@ func (in *Ingester) repository(ctx context.Context, tx *postgres.Tx, tid, name s
 }
 
 // AddRepository registers a repository (its URL redacted), in tx.
-func (in *Ingester) AddRepository(ctx context.Context, tx *postgres.Tx, tid string, nr postgres.NewRepository) (codelotse.Repository, error) {
-	l, err := in.repository(ctx, tx, tid, nr.FullName, &nr.DefaultBranch, &nr.URL)
+func (in *Ingester) AddRepository(ctx context.Context, tx *postgres.Tx, nr postgres.NewRepository) (codelotse.Repository, error) {
+	l, err := in.repository(ctx, tx, nr.FullName, &nr.DefaultBranch, &nr.URL)
 	if err != nil {
 		return codelotse.Repository{}, err
 	}
@@ -288,13 +288,13 @@ func (in *Ingester) AddRepository(ctx context.Context, tx *postgres.Tx, tid stri
 	if err != nil {
 		return r, err
 	}
-	return r, l.Record(ctx, tx, tid)
+	return r, l.Record(ctx, tx)
 }
 
 // UpsertGitHubRepository stores a repository reported by GitHub (its URL
 // and default branch redacted), in tx.
-func (in *Ingester) UpsertGitHubRepository(ctx context.Context, tx *postgres.Tx, tid string, githubID int64, fullName, defaultBranch, url string, private bool) (int64, error) {
-	l, err := in.repository(ctx, tx, tid, fullName, &defaultBranch, &url)
+func (in *Ingester) UpsertGitHubRepository(ctx context.Context, tx *postgres.Tx, githubID int64, fullName, defaultBranch, url string, private bool) (int64, error) {
+	l, err := in.repository(ctx, tx, fullName, &defaultBranch, &url)
 	if err != nil {
 		return 0, err
 	}
@@ -302,7 +302,7 @@ func (in *Ingester) UpsertGitHubRepository(ctx context.Context, tx *postgres.Tx,
 	if err != nil {
 		return id, err
 	}
-	return id, l.Record(ctx, tx, tid)
+	return id, l.Record(ctx, tx)
 }
 
 // knownPass redacts bare values of known secrets in an already prepared
@@ -319,13 +319,13 @@ func knownPass(k *secretscan.Known) func(string) string {
 // whole snapshot: the files sanitised and redacted as documents, then the
 // known secrets' bare values; deleted paths the same way, so that they name
 // the paths as they were stored.
-func (in *Ingester) files(ctx context.Context, tx *postgres.Tx, tid, commit string, files []codeindex.File, deleted []string, l *Learned) ([]codeindex.File, []string, error) {
+func (in *Ingester) files(ctx context.Context, tx *postgres.Tx, commit string, files []codeindex.File, deleted []string, l *Learned) ([]codeindex.File, []string, error) {
 	snap := in.Snapshot(codeindex.Snapshot{Commit: commit, Files: files}, l)
 	dels := make([]string, len(deleted))
 	for i, p := range deleted {
 		dels[i] = in.Document(p, l)
 	}
-	k, err := l.known(ctx, tx, tid)
+	k, err := l.known(ctx, tx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -342,9 +342,9 @@ func (in *Ingester) files(ctx context.Context, tx *postgres.Tx, tid, commit stri
 // IndexPull stores a pull request's head as an overlay on the base index
 // (the files it changes, the paths it deletes), redacted, and learns its
 // secrets, in tx.
-func (in *Ingester) IndexPull(ctx context.Context, tx *postgres.Tx, tid string, repoID int64, number int, head, base string, files []codeindex.File, deleted []string) (postgres.IndexResult, error) {
+func (in *Ingester) IndexPull(ctx context.Context, tx *postgres.Tx, repoID int64, number int, head, base string, files []codeindex.File, deleted []string) (postgres.IndexResult, error) {
 	var l Learned
-	files, deleted, err := in.files(ctx, tx, tid, head, files, deleted, &l)
+	files, deleted, err := in.files(ctx, tx, head, files, deleted, &l)
 	if err != nil {
 		return postgres.IndexResult{}, err
 	}
@@ -352,15 +352,15 @@ func (in *Ingester) IndexPull(ctx context.Context, tx *postgres.Tx, tid string, 
 	if err != nil {
 		return res, err
 	}
-	return res, l.Record(ctx, tx, tid)
+	return res, l.Record(ctx, tx)
 }
 
 // IndexChanges moves a repository's index to commit by replacing only the
 // changed files and removing the deleted ones, redacted, and learns the
 // secrets of what it stores, in tx.
-func (in *Ingester) IndexChanges(ctx context.Context, tx *postgres.Tx, tid string, repoID int64, commit string, changed []codeindex.File, deleted []string, actor postgres.Actor) (postgres.IndexResult, error) {
+func (in *Ingester) IndexChanges(ctx context.Context, tx *postgres.Tx, repoID int64, commit string, changed []codeindex.File, deleted []string, actor postgres.Actor) (postgres.IndexResult, error) {
 	var l Learned
-	changed, deleted, err := in.files(ctx, tx, tid, commit, changed, deleted, &l)
+	changed, deleted, err := in.files(ctx, tx, commit, changed, deleted, &l)
 	if err != nil {
 		return postgres.IndexResult{}, err
 	}
@@ -368,5 +368,5 @@ func (in *Ingester) IndexChanges(ctx context.Context, tx *postgres.Tx, tid strin
 	if err != nil {
 		return res, err
 	}
-	return res, l.Record(ctx, tx, tid)
+	return res, l.Record(ctx, tx)
 }

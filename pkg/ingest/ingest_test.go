@@ -179,10 +179,10 @@ func TestEntryPointsRedactAndLearn(t *testing.T) {
 
 			tid, repo := d.tenant()
 			d.in(tid, func(tx *postgres.Tx) error {
-				if err := l.Record(ctx, tx, tid); err != nil {
+				if err := l.Record(ctx, tx); err != nil {
 					return err
 				}
-				_, err := in.Index(ctx, tx, tid, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{{Path: "NOTES.md", Lines: []string{later}}}}, actor)
+				_, err := in.Index(ctx, tx, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{{Path: "NOTES.md", Lines: []string{later}}}}, actor)
 				return err
 			})
 			if s := d.stored(tid); strings.Contains(s, value) || !strings.Contains(s, "the database password is [REDACTED:") {
@@ -204,7 +204,7 @@ func TestLearnedSecretsStayInTheirTenant(t *testing.T) {
 	mine, myRepo := d.tenant()
 	other, otherRepo := d.tenant()
 	d.in(mine, func(tx *postgres.Tx) error {
-		_, err := in.Index(ctx, tx, mine, myRepo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{
+		_, err := in.Index(ctx, tx, myRepo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{
 			{Path: "deploy/secret.yaml", Lines: codeindex.SplitLines(manifest)}}}, actor)
 		return err
 	})
@@ -217,44 +217,44 @@ func TestLearnedSecretsStayInTheirTenant(t *testing.T) {
 	// marker shows whether the value was redacted.
 	probes := []struct {
 		name  string
-		store func(tx *postgres.Tx, tid string, repo int64, text string) error
+		store func(tx *postgres.Tx, repo int64, text string) error
 	}{
-		{"Index (content)", func(tx *postgres.Tx, tid string, repo int64, text string) error {
-			_, err := in.Index(ctx, tx, tid, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{
+		{"Index (content)", func(tx *postgres.Tx, repo int64, text string) error {
+			_, err := in.Index(ctx, tx, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{
 				{Path: "deploy/secret.yaml", Lines: []string{"x"}}, {Path: "notes.txt", Lines: []string{"a", text, "b"}}}}, actor)
 			return err
 		}},
-		{"Index (path)", func(tx *postgres.Tx, tid string, repo int64, text string) error {
-			_, err := in.Index(ctx, tx, tid, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{
+		{"Index (path)", func(tx *postgres.Tx, repo int64, text string) error {
+			_, err := in.Index(ctx, tx, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{
 				{Path: "dir/" + strings.ReplaceAll(text, " ", "_") + "/x.txt", Lines: []string{"x"}}}}, actor)
 			return err
 		}},
-		{"IndexChanges", func(tx *postgres.Tx, tid string, repo int64, text string) error {
-			_, err := in.IndexChanges(ctx, tx, tid, repo, commit, []codeindex.File{{Path: "changed.txt", Lines: []string{text}}}, nil, actor)
+		{"IndexChanges", func(tx *postgres.Tx, repo int64, text string) error {
+			_, err := in.IndexChanges(ctx, tx, repo, commit, []codeindex.File{{Path: "changed.txt", Lines: []string{text}}}, nil, actor)
 			return err
 		}},
-		{"IndexPull", func(tx *postgres.Tx, tid string, repo int64, text string) error {
-			_, err := in.IndexPull(ctx, tx, tid, repo, 7, commit, commit, []codeindex.File{{Path: "pr.txt", Lines: []string{text}}}, nil)
+		{"IndexPull", func(tx *postgres.Tx, repo int64, text string) error {
+			_, err := in.IndexPull(ctx, tx, repo, 7, commit, commit, []codeindex.File{{Path: "pr.txt", Lines: []string{text}}}, nil)
 			return err
 		}},
-		{"Import", func(tx *postgres.Tx, tid string, repo int64, text string) error {
-			_, err := in.Import(ctx, tx, tid, codelotse.ReviewImport{Repository: "acme/api", Source: "review-json",
+		{"Import", func(tx *postgres.Tx, repo int64, text string) error {
+			_, err := in.Import(ctx, tx, codelotse.ReviewImport{Repository: "acme/api", Source: "review-json",
 				PullRequest: &codelotse.PullRequest{Number: 3, Title: text},
 				Review:      codelotse.Review{ExternalID: "r-" + text[:6], Status: "completed", Summary: text},
 				Findings:    []codelotse.Finding{{RuleKey: "r", Severity: codelotse.SeverityLow, Status: "open", Title: text, Body: text, Fingerprint: "fp"}}}, actor)
 			return err
 		}},
-		{"UpsertRule", func(tx *postgres.Tx, tid string, repo int64, text string) error {
-			_, err := in.UpsertRule(ctx, tx, tid, &repo, codelotse.Rule{Key: "rule", Title: "T", Severity: codelotse.SeverityLow,
+		{"UpsertRule", func(tx *postgres.Tx, repo int64, text string) error {
+			_, err := in.UpsertRule(ctx, tx, &repo, codelotse.Rule{Key: "rule", Title: "T", Severity: codelotse.SeverityLow,
 				Instructions: text, PathGlobs: []string{"**/" + strings.ReplaceAll(text, " ", "_")}})
 			return err
 		}},
-		{"AddRepository", func(tx *postgres.Tx, tid string, repo int64, text string) error {
-			_, err := in.AddRepository(ctx, tx, tid, postgres.NewRepository{FullName: "acme/web", URL: "https://example.test/" + strings.ReplaceAll(text, " ", "/")})
+		{"AddRepository", func(tx *postgres.Tx, repo int64, text string) error {
+			_, err := in.AddRepository(ctx, tx, postgres.NewRepository{FullName: "acme/web", URL: "https://example.test/" + strings.ReplaceAll(text, " ", "/")})
 			return err
 		}},
-		{"UpsertGitHubRepository", func(tx *postgres.Tx, tid string, repo int64, text string) error {
-			_, err := in.UpsertGitHubRepository(ctx, tx, tid, 4242, "acme/gh", "main", "https://example.test/"+strings.ReplaceAll(text, " ", "/"), true)
+		{"UpsertGitHubRepository", func(tx *postgres.Tx, repo int64, text string) error {
+			_, err := in.UpsertGitHubRepository(ctx, tx, 4242, "acme/gh", "main", "https://example.test/"+strings.ReplaceAll(text, " ", "/"), true)
 			return err
 		}},
 	}
@@ -274,11 +274,11 @@ func TestLearnedSecretsStayInTheirTenant(t *testing.T) {
 				}
 				return
 			}
-			d.in(mine, func(tx *postgres.Tx) error { return p.store(tx, mine, myRepo, text) })
+			d.in(mine, func(tx *postgres.Tx) error { return p.store(tx, myRepo, text) })
 			if m, v := seen(d.stored(mine)); !m || v {
 				t.Errorf("own tenant: probe stored %v, value stored %v; want the probe stored with the value redacted", m, v)
 			}
-			d.in(other, func(tx *postgres.Tx) error { return p.store(tx, other, otherRepo, text) })
+			d.in(other, func(tx *postgres.Tx) error { return p.store(tx, otherRepo, text) })
 			if m, v := seen(d.stored(other)); !m || !v {
 				t.Errorf("other tenant: probe stored %v, value stored %v; want it stored as written (the other tenant never learned it)", m, v)
 			}
@@ -346,7 +346,7 @@ func TestLineCountsStayTrue(t *testing.T) {
 
 			path := fmt.Sprintf("f%d.txt", i)
 			d.in(tid, func(tx *postgres.Tx) error {
-				_, err := in.Index(ctx, tx, tid, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{{Path: path, Lines: tc.lines}}}, actor)
+				_, err := in.Index(ctx, tx, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{{Path: path, Lines: tc.lines}}}, actor)
 				return err
 			})
 			got, err := d.env.App.Tenant(tid).ReadIndexedFile(ctx, repo, path, 0, 0)
@@ -442,10 +442,10 @@ func TestUnavailableScannerFailsClosed(t *testing.T) {
 
 	tid, repo := d.tenant()
 	d.in(tid, func(tx *postgres.Tx) error {
-		if err := l.Record(ctx, tx, tid); err != nil {
+		if err := l.Record(ctx, tx); err != nil {
 			return err
 		}
-		_, err := in.Index(ctx, tx, tid, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{{Path: "main.go", Lines: []string{"package main", "func main() {}"}}}}, actor)
+		_, err := in.Index(ctx, tx, repo, codeindex.Snapshot{Commit: commit, Files: []codeindex.File{{Path: "main.go", Lines: []string{"package main", "func main() {}"}}}}, actor)
 		return err
 	})
 	var fps int
@@ -466,14 +466,14 @@ func TestUnavailableScannerFailsClosed(t *testing.T) {
 	// A rule key and a repository name are identifiers: no placeholder
 	// can stand in for them, so they are refused, not stored.
 	err := d.env.App.InTenant(ctx, tid, func(tx *postgres.Tx) error {
-		_, err := in.UpsertRule(ctx, tx, tid, nil, codelotse.Rule{Key: "k", Title: "t", Severity: codelotse.SeverityLow})
+		_, err := in.UpsertRule(ctx, tx, nil, codelotse.Rule{Key: "k", Title: "t", Severity: codelotse.SeverityLow})
 		return err
 	})
 	if codelotse.ErrorCode(err) != codelotse.Invalid {
 		t.Errorf("UpsertRule: %v, want an invalid-input error", err)
 	}
 	err = d.env.App.InTenant(ctx, tid, func(tx *postgres.Tx) error {
-		_, err := in.AddRepository(ctx, tx, tid, postgres.NewRepository{FullName: "acme/web"})
+		_, err := in.AddRepository(ctx, tx, postgres.NewRepository{FullName: "acme/web"})
 		return err
 	})
 	if codelotse.ErrorCode(err) != codelotse.Invalid {

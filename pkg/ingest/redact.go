@@ -62,7 +62,7 @@ func (in *Ingester) redactPass(ctx context.Context, db *postgres.DB, tid string,
 				}
 				n = len(rows)
 				var l Learned
-				k, err := l.known(ctx, tx, tid)
+				k, err := l.known(ctx, tx)
 				if err != nil {
 					return err
 				}
@@ -85,7 +85,7 @@ func (in *Ingester) redactPass(ctx context.Context, db *postgres.DB, tid string,
 					}
 					st.Changed[t.Name]++
 				}
-				return l.Record(ctx, tx, tid)
+				return l.Record(ctx, tx)
 			})
 			if err != nil {
 				return fmt.Errorf("redact %s: %w", t.Name, err)
@@ -104,7 +104,7 @@ func (in *Ingester) redactPass(ctx context.Context, db *postgres.DB, tid string,
 			}
 			n = len(files)
 			var l Learned
-			k, err := l.known(ctx, tx, tid)
+			k, err := l.known(ctx, tx)
 			if err != nil {
 				return err
 			}
@@ -139,7 +139,7 @@ func (in *Ingester) redactPass(ctx context.Context, db *postgres.DB, tid string,
 				}
 				st.Changed["code_files"]++
 			}
-			return l.Record(ctx, tx, tid)
+			return l.Record(ctx, tx)
 		})
 		if err != nil {
 			return fmt.Errorf("redact code_files: %w", err)

@@ -104,20 +104,20 @@ func TestNothingStoredRaw(t *testing.T) {
 			Fingerprint: fmt.Sprintf("fp-%d", i)})
 	}
 	err := env.App.InTenant(ctx, tid, func(tx *postgres.Tx) error {
-		r, err := in.AddRepository(ctx, tx, tid, postgres.NewRepository{FullName: "acme/api", URL: "https://example.test/acme/api?token=" + cases[1].Secret})
+		r, err := in.AddRepository(ctx, tx, postgres.NewRepository{FullName: "acme/api", URL: "https://example.test/acme/api?token=" + cases[1].Secret})
 		if err != nil {
 			return err
 		}
-		if _, err := in.Index(ctx, tx, tid, r.ID, snap, actor); err != nil {
+		if _, err := in.Index(ctx, tx, r.ID, snap, actor); err != nil {
 			return err
 		}
 		for _, p := range cases {
-			if _, err := in.UpsertRule(ctx, tx, tid, &r.ID, codelotse.Rule{Key: "planted-" + p.Name, Title: "Planted " + p.Name,
+			if _, err := in.UpsertRule(ctx, tx, &r.ID, codelotse.Rule{Key: "planted-" + p.Name, Title: "Planted " + p.Name,
 				Severity: codelotse.SeverityLow, Instructions: "Never write:\n" + p.Doc, PathGlobs: []string{"**/" + strings.ReplaceAll(p.Secret, "\n", " ")}}); err != nil {
 				return err
 			}
 		}
-		_, err = in.Import(ctx, tx, tid, codelotse.ReviewImport{Repository: "acme/api", Source: "review-json",
+		_, err = in.Import(ctx, tx, codelotse.ReviewImport{Repository: "acme/api", Source: "review-json",
 			PullRequest: &codelotse.PullRequest{Number: 1, Title: "Rotate " + cases[1].Secret, Author: "dev " + cases[0].Secret},
 			Review:      codelotse.Review{ExternalID: "r1", Status: "completed", Summary: "Summary:\n" + cases[2].Doc, Author: "bot"},
 			Findings:    findings}, actor)

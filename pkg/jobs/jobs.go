@@ -152,26 +152,26 @@ func (c *Client) EnqueueTx(ctx context.Context, tx *postgres.Tx, args river.JobA
 func quiet(l *slog.Logger) *slog.Logger { return logfilter.AtLeast(l, slog.LevelWarn) }
 
 // EnqueueInstallationSync implements httpserver.Enqueuer.
-func (c *Client) EnqueueInstallationSync(ctx context.Context, tx *postgres.Tx, tenantID string) error {
-	_, err := c.EnqueueTx(ctx, tx, SyncInstallationArgs{TenantID: tenantID})
+func (c *Client) EnqueueInstallationSync(ctx context.Context, tx *postgres.Tx) error {
+	_, err := c.EnqueueTx(ctx, tx, SyncInstallationArgs{TenantID: tx.TenantID()})
 	return err
 }
 
 // EnqueueRepositorySync implements httpserver.Enqueuer.
-func (c *Client) EnqueueRepositorySync(ctx context.Context, tx *postgres.Tx, tenantID string, repoID int64) error {
-	_, err := c.EnqueueTx(ctx, tx, SyncRepositoryArgs{TenantID: tenantID, RepositoryID: repoID})
+func (c *Client) EnqueueRepositorySync(ctx context.Context, tx *postgres.Tx, repoID int64) error {
+	_, err := c.EnqueueTx(ctx, tx, SyncRepositoryArgs{TenantID: tx.TenantID(), RepositoryID: repoID})
 	return err
 }
 
 // EnqueueIndex implements httpserver.Enqueuer.
-func (c *Client) EnqueueIndex(ctx context.Context, tx *postgres.Tx, tenantID string, repoID int64) error {
-	_, err := c.EnqueueTx(ctx, tx, IndexRepositoryArgs{TenantID: tenantID, RepositoryID: repoID})
+func (c *Client) EnqueueIndex(ctx context.Context, tx *postgres.Tx, repoID int64) error {
+	_, err := c.EnqueueTx(ctx, tx, IndexRepositoryArgs{TenantID: tx.TenantID(), RepositoryID: repoID})
 	return err
 }
 
 // EnqueueMembershipRefresh implements httpserver.Enqueuer.
-func (c *Client) EnqueueMembershipRefresh(ctx context.Context, tx *postgres.Tx, tenantID string) error {
-	_, err := c.EnqueueTx(ctx, tx, RefreshMembershipsArgs{TenantID: tenantID})
+func (c *Client) EnqueueMembershipRefresh(ctx context.Context, tx *postgres.Tx) error {
+	_, err := c.EnqueueTx(ctx, tx, RefreshMembershipsArgs{TenantID: tx.TenantID()})
 	return err
 }
 

@@ -74,7 +74,7 @@ func (d *Deps) RefreshMemberships(ctx context.Context, tid string) error {
 		// stored now, as sign-in does, so nobody's access waits for it.
 		ids := make(map[int64]int64, len(m.Repos))
 		for _, r := range m.Repos {
-			id, err := d.Ingest.UpsertGitHubRepository(ctx, tx, tid, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
+			id, err := d.Ingest.UpsertGitHubRepository(ctx, tx, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
 			if codelotse.ErrorCode(err) == codelotse.Invalid {
 				// A name that looks like a secret is not stored (as in the
 				// installation sync); nobody is granted it.

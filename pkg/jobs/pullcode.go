@@ -54,7 +54,7 @@ func (d *Deps) indexPullHeads(ctx context.Context, tid string, inst *githubapp.I
 			return err
 		}
 		if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
-			_, err := d.Ingest.IndexPull(ctx, tx, tid, repo.ID, pr.Number, pr.HeadSHA, repo.IndexedCommit, files, deleted)
+			_, err := d.Ingest.IndexPull(ctx, tx, repo.ID, pr.Number, pr.HeadSHA, repo.IndexedCommit, files, deleted)
 			return err
 		}); err != nil {
 			return err
@@ -141,7 +141,7 @@ func (d *Deps) indexIncrementally(ctx context.Context, tid string, inst *githuba
 		return false, err
 	}
 	return true, d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
-		_, err := d.Ingest.IndexChanges(ctx, tx, tid, repo.ID, head, files, deleted, worker)
+		_, err := d.Ingest.IndexChanges(ctx, tx, repo.ID, head, files, deleted, worker)
 		return err
 	})
 }

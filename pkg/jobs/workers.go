@@ -143,7 +143,7 @@ func (w *installationWorker) Work(ctx context.Context, job *river.Job[SyncInstal
 			return err
 		}
 		for _, r := range repos {
-			id, err := w.d.Ingest.UpsertGitHubRepository(ctx, tx, tid, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
+			id, err := w.d.Ingest.UpsertGitHubRepository(ctx, tx, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
 			if codelotse.ErrorCode(err) == codelotse.Invalid {
 				// A name that looks like a secret is not stored; the
 				// other repositories still sync.
@@ -252,7 +252,7 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 		}
 		for _, imp := range reviewImports(repo.FullName, pr, reviews, comments, threads) {
 			if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
-				_, err := d.Ingest.Import(ctx, tx, tid, imp, worker)
+				_, err := d.Ingest.Import(ctx, tx, imp, worker)
 				return err
 			}); err != nil {
 				return err
@@ -276,7 +276,7 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 	if alerts != nil {
 		imp := alertImport(repo.FullName, alerts)
 		if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
-			_, err := d.Ingest.Import(ctx, tx, tid, imp, worker)
+			_, err := d.Ingest.Import(ctx, tx, imp, worker)
 			return err
 		}); err != nil {
 			return err
@@ -334,7 +334,7 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 		return err
 	}
 	if err := w.d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
-		_, err := w.d.Ingest.Index(ctx, tx, tid, rid, snap, worker)
+		_, err := w.d.Ingest.Index(ctx, tx, rid, snap, worker)
 		return err
 	}); err != nil {
 		return err
