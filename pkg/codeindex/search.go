@@ -14,12 +14,14 @@ import (
 // the round in progress. A call that spends its budget returns what it
 // found with a position to continue from.
 //
-// Each round is one call of the candidate source (search_code_candidates),
-// which checks a window of the next chunks first (eight times the batch)
-// and asks the trigram index only when the window holds too few
-// candidates; a first round smaller than the batch was tried and made
-// queries that need several rounds pay for the trigram route several
-// times (docs/benchmarks.md).
+// Each round is one call of the candidate source (search_code_candidates).
+// The first round asks for twice the matches wanted (limit+1: every
+// candidate of a literal holds it at least once), each later round for
+// twice as many as the one before, up to DefaultBatch. Since that function
+// walks only as far as it must (windows, then one bucket of the span index
+// at a time), a small first round costs a fraction of a full one; while
+// every round searched the whole tenant, small rounds were dearer, which
+// is why the batch used to be fixed at 200 (docs/benchmarks.md, issue 11).
 //
 // The budget decides between rounds; the deadline is carried by the
 // context of every round's query, so a round that starts just inside the
@@ -137,11 +139,14 @@ type Result struct {
 // Searcher runs searches. The zero value uses the system clock and the
 // default budgets.
 type Searcher struct {
-	Clock     Clock
-	Batch     int
-	MaxRounds int
-	Budget    time.Duration
-	Deadline  time.Duration
+	Clock Clock
+	// FirstBatch is the candidates asked for in the first round (0:
+	// twice Limit+1); each later round asks for twice as many, up to Batch.
+	FirstBatch int
+	Batch      int
+	MaxRounds  int
+	Budget     time.Duration
+	Deadline   time.Duration
 }
 
 // Search reads candidates from src round by round, confirms each line a
@@ -155,6 +160,7 @@ func (s Searcher) Search(ctx context.Context, src Source, q Query) (Result, erro
 		clock = systemClock{}
 	}
 	batch := orDefault(s.Batch, DefaultBatch)
+	size := min(orDefault(s.FirstBatch, 2*(q.Limit+1)), batch)
 	maxRounds := orDefault(s.MaxRounds, DefaultMaxRounds)
 	budget := orDefault(s.Budget, DefaultBudget)
 	deadline := orDefault(s.Deadline, DefaultDeadline)
@@ -185,7 +191,7 @@ func (s Searcher) Search(ctx context.Context, src Source, q Query) (Result, erro
 			spent = true
 			break
 		}
-		cands, err := src.Candidates(rctx, phase, after, batch)
+		cands, err := src.Candidates(rctx, phase, after, size)
 		if err != nil {
 			if rctx.Err() == nil || ctx.Err() != nil {
 				return Result{}, err // not the deadline: the database, or the caller gave up
@@ -205,7 +211,9 @@ func (s Searcher) Search(ctx context.Context, src Source, q Query) (Result, erro
 			}
 			matches = appendMatches(matches, c, q, from, phase, shownPhase())
 		}
-		if len(cands) < batch {
+		short := len(cands) < size
+		size = min(2*size, batch)
+		if short {
 			if q.Pull && phase == 1 {
 				// The changed files are done; the base index beneath them
 				// is next, from its first chunk.

@@ -70,11 +70,13 @@ type fakeSource struct {
 	phases map[int][]Candidate
 	round  func(ctx context.Context, n int) error
 	calls  []string
+	limits []int
 }
 
 func (s *fakeSource) Candidates(ctx context.Context, phase int, after int64, limit int) ([]Candidate, error) {
 	n := len(s.calls)
 	s.calls = append(s.calls, fmt.Sprintf("p%d>%d", phase, after))
+	s.limits = append(s.limits, limit)
 	if s.round != nil {
 		if err := s.round(ctx, n); err != nil {
 			return nil, err
@@ -398,5 +400,42 @@ func TestSearchRedactsBeforeClipping(t *testing.T) {
 	}
 	if got := res.Matches[1].Snippet; strings.Contains(got, "SECRET") || !strings.Contains(got, "3> plain needle") {
 		t.Errorf("snippet %q: want redacted context", got)
+	}
+}
+
+// TestRoundsGrow: the first round asks for twice the matches wanted
+// (limit+1), each later round for twice the one before, up to the batch;
+// a short round is the end, whatever its size.
+func TestRoundsGrow(t *testing.T) {
+	var none []Candidate
+	for i := 1; i <= 1000; i++ {
+		none = append(none, Candidate{ChunkID: int64(i), FullName: "acme/app", Path: fmt.Sprintf("f%d.go", i), StartLine: 1, EndLine: 1, LineCount: 1, Content: "nothing here"})
+	}
+	for _, tc := range []struct {
+		name   string
+		s      Searcher
+		chunks []Candidate
+		limit  int
+		want   []int
+	}{
+		{"default limit", Searcher{}, none, 20, []int{42, 84, 168, 200, 200, 200, 200}},
+		{"large limit starts at the batch", Searcher{}, none[:300], 100, []int{200, 200}},
+		{"short first round ends it", Searcher{}, none[:10], 20, []int{42}},
+		{"explicit first batch", Searcher{FirstBatch: 5, Batch: 12}, none[:30], 20, []int{5, 10, 12, 12}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &fakeSource{phases: map[int][]Candidate{0: tc.chunks}}
+			tc.s.Clock = newFakeClock()
+			res, err := tc.s.Search(context.Background(), src, Query{Plan: literalPlan(t, "needle"), Limit: tc.limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(src.limits, tc.want) {
+				t.Errorf("rounds asked for %v, want %v", src.limits, tc.want)
+			}
+			if len(res.Matches) != 0 || res.More || res.Truncated {
+				t.Errorf("result %+v, want nothing found to the end", res)
+			}
+		})
 	}
 }

@@ -43,14 +43,33 @@ var codeBenchCases = []struct {
 // toolchain's src/ (BENCH_CODE_TREE overrides the tree), of which
 // BIGTENANT_DIV keeps every div-th file (1 = full size, about 400,000
 // chunks; default 10), so that a literal's density is the same at every
-// size. Each call runs search_code's rounds as the tool does (candidates
-// of 200 after the last one, confirmed line by line, until 21 matching
-// lines, the end, or 25 rounds) as the runtime role under RLS, and reports
-// p50 and p90:
+// size. Each call runs search_code's engine (codeindex.Searcher, the rounds
+// the tool runs: limit 20, context 2) over the candidates of
+// search_code_candidates as the runtime role under RLS, and reports p50 and
+// p90:
 //
 //	BIGTENANT_DIV=1 go test ./pkg/postgres -run '^$' -bench SearchCodeBigTenant -benchtime 10x -timeout 60m
 func BenchmarkSearchCodeBigTenant(b *testing.B) {
 	fx := codeBenchSetup(b)
+	// BENCH_FIRST_BATCH="200,42" compares first-round sizes
+	// (codeindex.Searcher.FirstBatch) on one fixture.
+	searchers := map[string]codeindex.Searcher{"default": {}}
+	if v := os.Getenv("BENCH_FIRST_BATCH"); v != "" {
+		searchers = map[string]codeindex.Searcher{}
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				b.Fatalf("BENCH_FIRST_BATCH=%q: want positive integers", v)
+			}
+			searchers[fmt.Sprintf("first%d", n)] = codeindex.Searcher{FirstBatch: n}
+		}
+	}
+	for name, searcher := range searchers {
+		b.Run(name, func(b *testing.B) { benchSearchCode(b, fx, searcher) })
+	}
+}
+
+func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Searcher) {
 	ctx := context.Background()
 	for _, tc := range codeBenchCases {
 		b.Run(tc.name, func(b *testing.B) {
@@ -58,12 +77,17 @@ func BenchmarkSearchCodeBigTenant(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			pf, err := codeindex.NewPathFilter(tc.path)
+			if err != nil {
+				b.Fatal(err)
+			}
 			repos := fx.repos
 			if tc.repo > 0 {
 				repos = fx.repos[tc.repo-1 : tc.repo]
 			}
+			src := benchSource{db: fx.env.App.Tenant(fx.tenant), repos: repos, patterns: plan.LikePatterns(), prefix: pf.Prefix}
 			run := func() {
-				if _, _, err := searchCodeRounds(ctx, fx.env.App, fx.tenant, repos, plan, tc.path, 20); err != nil {
+				if _, err := searcher.Search(ctx, src, codeindex.Query{Plan: plan, Path: pf, Limit: 20, Context: 2}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -72,33 +96,22 @@ func BenchmarkSearchCodeBigTenant(b *testing.B) {
 	}
 }
 
-// searchCodeRounds is search_code's candidate loop (pkg/mcpserver): rounds
-// of 200 candidates after the last one, each confirmed line by line over
-// the lines the chunk owns, until limit+1 matching lines, a short round
-// (the end) or 25 rounds. It returns the matches and the rounds taken.
-func searchCodeRounds(ctx context.Context, db *postgres.DB, tenant string, repos []int64, plan codeindex.Plan, prefix string, limit int) (matches, rounds int, err error) {
-	const batch = 200
-	after := int64(0)
-	for rounds = 0; matches <= limit && rounds < 25; rounds++ {
-		cands, err := db.Tenant(tenant).SearchCandidates(ctx, repos, plan.LikePatterns(), prefix, after, batch)
-		if err != nil {
-			return matches, rounds, err
-		}
-		for _, c := range cands {
-			after = c.ChunkID
-			stored := strings.Split(c.Content, "\n")
-			from, to := codeindex.Owned(c.StartLine, c.EndLine, c.LineCount)
-			for n := from; n <= to; n++ {
-				if plan.Match.MatchString(stored[n-c.StartLine]) {
-					matches++
-				}
-			}
-		}
-		if len(cands) < batch {
-			return matches, rounds + 1, nil
-		}
+// benchSource is the candidate source search_code gives the engine
+// (pkg/mcpserver's codeSource without a pull request).
+type benchSource struct {
+	db       postgres.TenantDB
+	repos    []int64
+	patterns []string
+	prefix   string
+}
+
+func (s benchSource) Candidates(ctx context.Context, _ int, after int64, limit int) ([]codeindex.Candidate, error) {
+	cands, err := s.db.SearchCandidates(ctx, s.repos, s.patterns, s.prefix, after, limit)
+	out := make([]codeindex.Candidate, len(cands))
+	for i, c := range cands {
+		out[i] = codeindex.Candidate(c)
 	}
-	return matches, rounds, nil
+	return out, err
 }
 
 type codeBenchFixture struct {
