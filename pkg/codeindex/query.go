@@ -19,6 +19,10 @@ type Plan struct {
 	// Literals must all occur (case-insensitively) in a chunk that can
 	// match; they become ILIKE prefilters. Empty: no prefilter.
 	Literals []string
+	// Tight: a chunk that passes the prefilter almost always matches (a
+	// literal query), so a round needs few more candidates than matches.
+	// A regular expression's literals are only part of what it needs.
+	Tight bool
 }
 
 // Scoped reports whether the plan can use the trigram index.
@@ -64,7 +68,7 @@ func NewPlan(query string, isRegex, caseSensitive bool) (Plan, error) {
 		if utf8.RuneCountInString(query) >= MinLiteral {
 			lits = []string{query}
 		}
-		return Plan{Match: re, Literals: lits}, nil
+		return Plan{Match: re, Literals: lits, Tight: len(lits) > 0}, nil
 	}
 	re, err := regexp.Compile(flags + query)
 	if err != nil {

@@ -15,9 +15,11 @@ import (
 // found with a position to continue from.
 //
 // Each round is one call of the candidate source (search_code_candidates).
-// The first round asks for twice the matches wanted (limit+1: every
-// candidate of a literal holds it at least once), each later round for
-// twice as many as the one before, up to DefaultBatch. Since that function
+// For a literal the first round asks for twice the matches wanted
+// (limit+1: every candidate of a literal holds it at least once), each
+// later round for twice as many as the one before, up to DefaultBatch; a
+// regular expression's candidates are looser (7 to 36 per match measured),
+// so its rounds are DefaultBatch from the start. Since that function
 // walks only as far as it must (windows, then one bucket of the span index
 // at a time), a small first round costs a fraction of a full one; while
 // every round searched the whole tenant, small rounds were dearer, which
@@ -140,8 +142,9 @@ type Result struct {
 // default budgets.
 type Searcher struct {
 	Clock Clock
-	// FirstBatch is the candidates asked for in the first round (0:
-	// twice Limit+1); each later round asks for twice as many, up to Batch.
+	// FirstBatch is the candidates asked for in the first round (0: twice
+	// Limit+1 for a tight plan, Batch otherwise); each later round asks for
+	// twice as many, up to Batch.
 	FirstBatch int
 	Batch      int
 	MaxRounds  int
@@ -160,7 +163,11 @@ func (s Searcher) Search(ctx context.Context, src Source, q Query) (Result, erro
 		clock = systemClock{}
 	}
 	batch := orDefault(s.Batch, DefaultBatch)
-	size := min(orDefault(s.FirstBatch, 2*(q.Limit+1)), batch)
+	first := batch
+	if q.Plan.Tight {
+		first = 2 * (q.Limit + 1)
+	}
+	size := min(orDefault(s.FirstBatch, first), batch)
 	maxRounds := orDefault(s.MaxRounds, DefaultMaxRounds)
 	budget := orDefault(s.Budget, DefaultBudget)
 	deadline := orDefault(s.Deadline, DefaultDeadline)
