@@ -2,6 +2,7 @@ package codeindex
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -200,8 +201,12 @@ func (s Searcher) Search(ctx context.Context, src Source, q Query) (Result, erro
 		}
 		cands, err := src.Candidates(rctx, phase, after, size)
 		if err != nil {
-			if rctx.Err() == nil || ctx.Err() != nil {
-				return Result{}, err // not the deadline: the database, or the caller gave up
+			// The deadline, or the database's statement timeout (reported
+			// as ErrSearchTimeout), ended this round; anything else is the
+			// database failing or the caller giving up.
+			timedOut := rctx.Err() != nil || errors.Is(err, ErrSearchTimeout)
+			if !timedOut || ctx.Err() != nil {
+				return Result{}, err
 			}
 			if round == 0 {
 				return Result{}, ErrSearchTimeout

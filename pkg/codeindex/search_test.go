@@ -304,6 +304,23 @@ func TestSearchDeadlineStopsTheRoundInProgress(t *testing.T) {
 			t.Errorf("matches %+v: want those of the first two rounds", foundOf(res.Matches))
 		}
 	})
+	t.Run("statement timeout in a later round", func(t *testing.T) {
+		// The database's own statement timeout (ErrSearchTimeout, the
+		// deadline not reached) ends a later round like the deadline does.
+		src := &fakeSource{phases: map[int][]Candidate{0: chunks}, round: func(_ context.Context, i int) error {
+			if i == 2 {
+				return ErrSearchTimeout
+			}
+			return nil
+		}}
+		res, err := Searcher{Clock: newFakeClock(), Batch: 2}.Search(context.Background(), src, Query{Plan: literalPlan(t, "needle"), Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Truncated || res.Next != (Pos{Chunk: chunks[3].ChunkID + 1}) || len(res.Matches) == 0 {
+			t.Errorf("Truncated %v Next %+v matches %d; want the first two rounds' matches and a position after them", res.Truncated, res.Next, len(res.Matches))
+		}
+	})
 	t.Run("first round", func(t *testing.T) {
 		clock := newFakeClock()
 		src := &fakeSource{phases: map[int][]Candidate{0: chunks}, round: stall(clock, 0)}

@@ -56,17 +56,6 @@ func (s *Server) mcpPost(c echo.Context) error {
 	r := c.Request()
 	w := c.Response()
 
-	// 0. Past saturation a request is shed before it costs anything: a
-	// queue would only make every caller wait for answers that come late.
-	select {
-	case s.mcpSlots <- struct{}{}:
-		defer func() { <-s.mcpSlots }()
-	default:
-		s.tel.Limited(r.Context(), "busy")
-		c.Response().Header().Set("Retry-After", "1")
-		return jsonRPCError(c, http.StatusServiceUnavailable, mcpserver.CodeUnavailable, BusyMessage)
-	}
-
 	// 1. Body over 1 MiB → 413; a foreign Origin → 403.
 	if r.ContentLength > MaxBodyBytes {
 		return jsonRPCError(c, http.StatusRequestEntityTooLarge, -32600, "Request body too large: the limit is 1 MiB.")
@@ -87,6 +76,20 @@ func (s *Server) mcpPost(c echo.Context) error {
 	if d := s.limit(c, "ip:"+c.RealIP(), s.cfg.Limits.PerIP); !d.Allowed {
 		s.tel.Limited(r.Context(), "ip")
 		return tooManyRequests(c, d)
+	}
+
+	// Past saturation a request is shed before it touches the database:
+	// a queue would only make every caller wait for answers that come
+	// late. The slot is taken only once the body is read and the per-IP
+	// limit passed, so slow or unlimited anonymous senders cannot hold the
+	// slots that authenticated work needs.
+	select {
+	case s.mcpSlots <- struct{}{}:
+		defer func() { <-s.mcpSlots }()
+	default:
+		s.tel.Limited(r.Context(), "busy")
+		c.Response().Header().Set("Retry-After", "1")
+		return jsonRPCError(c, http.StatusServiceUnavailable, mcpserver.CodeUnavailable, BusyMessage)
 	}
 
 	// 3, 4. Token, its state, the tenant switch (and the grant inputs).

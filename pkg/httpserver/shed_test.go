@@ -19,6 +19,8 @@ import (
 // the next /mcp request is answered at once with 503, Retry-After and a
 // JSON-RPC error that says to retry — before authentication (a bad token
 // is not even looked at) — and the slots come back when requests finish.
+// A malformed body or a foreign Origin is answered as before, without a
+// slot: the slot is taken only for work that may reach the database.
 // The slots are held by the test itself, so nothing depends on timing.
 func TestMCPShedsPastItsBound(t *testing.T) {
 	env := pgtest.New(t)
@@ -56,6 +58,13 @@ func TestMCPShedsPastItsBound(t *testing.T) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Error.Code != mcpserver.CodeUnavailable || body.Error.Message != BusyMessage {
 			t.Errorf("body %s (%v)", rec.Body, err)
 		}
+	}
+	// What the edge refuses before the slot is its usual answer.
+	bad := mcpRequest(secret, map[string]string{"Origin": "https://evil.example"})
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, bad)
+	if rec.Code != 403 {
+		t.Errorf("foreign Origin with every slot taken: status %d, want 403", rec.Code)
 	}
 	// One finishes: requests are served again, one after another, each
 	// giving its slot back.

@@ -101,14 +101,38 @@ type message struct {
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
 	Params  *struct {
-		Name            string `json:"name"`
-		ProtocolVersion string `json:"protocolVersion"`
-		Meta            struct {
-			ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
-		} `json:"_meta"`
+		Name            looseString `json:"name"`
+		ProtocolVersion looseString `json:"protocolVersion"`
+		Meta            looseMeta   `json:"_meta"`
 	} `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  json.RawMessage `json:"error"`
+}
+
+// looseString is a string parameter the endpoint only peeks at (for
+// registration and metrics): a value of another type reads as "" and is
+// left for the SDK to refuse with its id, as a params error.
+type looseString string
+
+func (l *looseString) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*l = looseString(s)
+	}
+	return nil
+}
+
+// looseMeta is params._meta as far as the endpoint peeks at it.
+type looseMeta struct {
+	ProtocolVersion looseString
+}
+
+func (l *looseMeta) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) == nil {
+		_ = l.ProtocolVersion.UnmarshalJSON(m["io.modelcontextprotocol/protocolVersion"])
+	}
+	return nil
 }
 
 func (m *message) method() string { return m.Method }
@@ -117,7 +141,7 @@ func (m *message) toolName() string {
 	if m.Params == nil || m.method() != "tools/call" {
 		return ""
 	}
-	return m.Params.Name
+	return string(m.Params.Name)
 }
 
 // protocolVersion is the request's protocol version for metrics: the
@@ -130,9 +154,9 @@ func (m *message) protocolVersion(h http.Header) string {
 		return ""
 	}
 	if v := m.Params.Meta.ProtocolVersion; v != "" {
-		return v
+		return string(v)
 	}
-	return m.Params.ProtocolVersion
+	return string(m.Params.ProtocolVersion)
 }
 
 // methodFlags says how a method may be sent: as a call (with an id) or a

@@ -246,3 +246,26 @@ func TestPlainTextRefusalsBecomeJSONRPC(t *testing.T) {
 		t.Errorf("status %d body %s", rec.Code, rec.Body)
 	}
 }
+
+// TestReadMessageToleratesOddParams: parameters the endpoint only peeks at
+// (name, protocolVersion, _meta) of an unexpected type do not make the
+// message invalid; it reaches the SDK with its id, which answers a params
+// error as it always did.
+func TestReadMessageToleratesOddParams(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":5}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":"x"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":42}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":["2025-06-18"]}}`,
+	} {
+		h := http.Header{"Accept": {"application/json, text/event-stream"}, "Mcp-Protocol-Version": {"2025-06-18"}}
+		m, perr := readMessage([]byte(body), h)
+		if perr != nil {
+			t.Errorf("%s: protocol error %+v", body, perr)
+			continue
+		}
+		if string(m.ID) != "7" {
+			t.Errorf("%s: id %s, want 7", body, m.ID)
+		}
+	}
+}

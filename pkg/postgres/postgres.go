@@ -160,7 +160,10 @@ func (db *DB) InTenant(ctx context.Context, tenantID string, fn func(*Tx) error)
 		fnErr = fn(&Tx{q: q, tenantID: tenantID})
 		return fnErr
 	})
-	if err != nil && err != fnErr {
+	// fn's error is returned as fn returned it (pgx passes it through);
+	// only begin, the tenant setting and commit are this function's.
+	// (Not err != fnErr: comparing errors of uncomparable types panics.)
+	if err != nil && fnErr == nil {
 		err = fmt.Errorf("postgres.InTenant: %w", err)
 	}
 	return classifyConn(err)

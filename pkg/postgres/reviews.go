@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -277,7 +276,7 @@ func (t TenantDB) SearchFindings(ctx context.Context, f FindingFilter) (_ []code
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres.SearchFindings: %w", err)
+		return nil, err
 	}
 	return out, nil
 }

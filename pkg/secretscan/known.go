@@ -49,24 +49,35 @@ func (r *Redactor) found(s string, spans []span) []Found {
 		out = append(out, Found{RuleID: rl.id, Fingerprint: h, Length: len(value)})
 	}
 	for _, sp := range spans {
-		secret := strings.Trim(s[sp.start:sp.end], "\"'` \t\r\n")
+		raw := s[sp.start:sp.end]
+		secret := strings.Trim(raw, "\"'` \t\r\n")
 		rule := r.rs.rules[sp.rule]
+		// Whether the span's last value ends where the text's word does:
+		// a rule whose pattern has no right boundary can stop inside a
+		// longer word ("postgresql" of "postgresql.default.svc"), and that
+		// piece is no value of its own.
+		whole := len(secret) < len(raw) || sp.end == len(s) || endsValue(s[sp.end])
 		if strings.Contains(secret, "\n") {
 			// A multi-line block (a private key): remember every inner
 			// line, so that any excerpt of it — a file window starting in
 			// the middle, a search snippet — is redacted line by line.
-			for _, line := range strings.Split(secret, "\n") {
+			lines := strings.Split(secret, "\n")
+			for i, line := range lines {
 				line = strings.TrimSpace(line)
 				if strings.HasPrefix(line, "-----") {
 					continue
 				}
 				remember(line, rule)
-				remember(valuePart(line), rule)
+				if i < len(lines)-1 || whole {
+					remember(valuePart(line), rule)
+				}
 			}
 			continue
 		}
 		remember(secret, rule)
-		remember(valuePart(secret), rule)
+		if whole {
+			remember(valuePart(secret), rule)
+		}
 	}
 	return out
 }
@@ -75,14 +86,48 @@ func (r *Redactor) found(s string, spans []span) []Found {
 // key ("password: c2VjcmV0…", the whole match of kubernetes-secret-yaml):
 // the text after the last separator (whitespace, ':' or '='), unquoted. The
 // same value elsewhere — bare in a path, a sentence or a glob — holds no
-// key, so only the value's own fingerprint finds it there. It returns ""
-// when the secret has no separator.
+// key, so only the value's own fingerprint finds it there. Only a value that
+// looks generated is returned ("" otherwise, and when there is no
+// separator): such rules also match ordinary settings next to a Secret
+// ("environment: production"), and a word learned as a secret would be
+// redacted from every later text of the tenant.
 func valuePart(secret string) string {
 	k := strings.LastIndexAny(secret, " \t:=")
 	if k < 0 {
 		return ""
 	}
-	return strings.Trim(secret[k+1:], "\"'` \t\r")
+	v := strings.Trim(secret[k+1:], "\"'` \t\r")
+	if !generated(v) {
+		return ""
+	}
+	return v
+}
+
+// generated reports whether v looks like a generated value rather than a
+// word or a name: upper- and lower-case letters, and either a digit or '+'
+// or '/' with at least 3.5 bits of entropy per character, or (letters only)
+// at least 20 characters with 4 bits.
+func generated(v string) bool {
+	var upper, lower, other bool
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		case 'a' <= c && c <= 'z':
+			lower = true
+		case '0' <= c && c <= '9', c == '+', c == '/':
+			other = true
+		}
+	}
+	e := shannonEntropy(v)
+	// Letters only: long and varied, as a random value is and a name is not.
+	return upper && lower && (other && e >= 3.5 || len(v) >= 20 && e >= 4.0)
+}
+
+// endsValue reports whether c, the byte after a match, ends the value
+// before it (the end of a line, a quote, a delimiter, base64 padding).
+func endsValue(c byte) bool {
+	return strings.IndexByte(" \t\r\n\"'`,;=)]}#", c) >= 0
 }
 
 // Known redacts values a tenant is known to have as secrets, by

@@ -97,3 +97,29 @@ func TestKnownValueOfKeyedSecret(t *testing.T) {
 		t.Errorf("valuePart without a separator = %q", got)
 	}
 }
+
+// TestKeyedRulesTeachNoWords: the values such rules also match next to a
+// Secret — settings, host names, a word cut off inside a longer one — are
+// not learned, so later text of the tenant keeps them.
+func TestKeyedRulesTeachNoWords(t *testing.T) {
+	r := New()
+	for _, tc := range []struct{ doc, word, later string }{
+		{"kind: ConfigMap\ndata:\n  DATABASE_HOST: postgresql.default.svc\n---\nkind: Secret\n", "postgresql", "connect to postgresql on port 5432"},
+		{"kind: Secret\ndata:\n  environment: production\n", "production", "deploy to production today"},
+		{"kind: Secret\ndata:\n  region: Eu-West-1Central\n", "Eu-West-1Central", "the bucket is in Eu-West-1Central"},
+	} {
+		_, found := r.RedactAndFind(tc.doc)
+		k := NewKnown(found)
+		if got, _ := k.Redact(tc.later); got != tc.later {
+			t.Errorf("after %q, %q became %q", tc.doc, tc.later, got)
+		}
+	}
+	for _, v := range []string{"production", "postgresql", "ALLCAPSVALUE1", "alllower123+", "PostgresqlDefaultHostName", "KubernetesServiceAccount"} {
+		if generated(v) {
+			t.Errorf("%q counts as generated", v)
+		}
+	}
+	if !generated("+UzoFf3b8oIJSGz0fq9bFvybJ8SpfFPq") {
+		t.Error("a random base64 value does not count as generated")
+	}
+}
