@@ -168,16 +168,9 @@ type codeSource struct {
 }
 
 func (c codeSource) Candidates(ctx context.Context, phase int, after int64, limit int) ([]codeindex.Candidate, error) {
-	var cands []postgres.Candidate
-	var err error
+	db := c.s.deps.DB.Tenant(c.s.principal.TenantID)
 	if c.pull != nil {
-		cands, err = c.s.deps.DB.Tenant(c.s.principal.TenantID).SearchPullCandidates(ctx, c.repoIDs[0], c.pull.Number, phase, c.patterns, c.prefix, after, limit)
-	} else {
-		cands, err = c.s.deps.DB.Tenant(c.s.principal.TenantID).SearchCandidates(ctx, c.repoIDs, c.patterns, c.prefix, after, limit)
+		return db.SearchPullCandidates(ctx, c.repoIDs[0], c.pull.Number, phase, c.patterns, c.prefix, after, limit)
 	}
-	out := make([]codeindex.Candidate, len(cands))
-	for i, cd := range cands {
-		out[i] = codeindex.Candidate(cd)
-	}
-	return out, err
+	return db.SearchCandidates(ctx, c.repoIDs, c.patterns, c.prefix, after, limit)
 }

@@ -106,12 +106,7 @@ type benchSource struct {
 }
 
 func (s benchSource) Candidates(ctx context.Context, _ int, after int64, limit int) ([]codeindex.Candidate, error) {
-	cands, err := s.db.SearchCandidates(ctx, s.repos, s.patterns, s.prefix, after, limit)
-	out := make([]codeindex.Candidate, len(cands))
-	for i, c := range cands {
-		out[i] = codeindex.Candidate(c)
-	}
-	return out, err
+	return s.db.SearchCandidates(ctx, s.repos, s.patterns, s.prefix, after, limit)
 }
 
 type codeBenchFixture struct {

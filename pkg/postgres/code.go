@@ -121,22 +121,9 @@ func (tx *Tx) insertFiles(ctx context.Context, repoID int64, commit string, file
 	return nil
 }
 
-// Candidate is one chunk returned by the search function.
-type Candidate struct {
-	ChunkID      int64
-	RepositoryID int64
-	FullName     string
-	Commit       string
-	Path         string
-	StartLine    int
-	EndLine      int
-	LineCount    int
-	Content      string
-	// Shadowed (pull-request searches only): the chunk is outside the
-	// path prefix, or a base-index chunk of a file the pull request
-	// changes or deletes. It is returned so paging can move past it.
-	Shadowed bool
-}
+// Candidate is one chunk returned by the search functions: the search
+// engine's own type, so its rows need no conversion.
+type Candidate = codeindex.Candidate
 
 // SearchTimeout bounds each candidate query (ARCHITECTURE §6.6).
 const SearchTimeout = 2 * time.Second
