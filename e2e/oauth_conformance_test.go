@@ -5,9 +5,7 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,16 +30,7 @@ func TestOAuthConformance(t *testing.T) {
 	memberLink := linkRE.FindString(demo)
 	port := freePort(t)
 	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", port)
-	resp, err := http.Post(s.url+"/t/demo/oauth/register", "application/json",
-		strings.NewReader(`{"client_name":"MCP conformance","redirect_uris":["`+redirect+`"],"token_endpoint_auth_method":"none"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reg struct {
-		ClientID string `json:"client_id"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&reg)
-	resp.Body.Close()
+	clientID := registerPublicClient(t, s, "MCP conformance", redirect)
 
 	ctx := browser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(memberLink), chromedp.Click(chromedp.CSS(`form[action="/auth/link"] button`)),
@@ -53,7 +42,7 @@ func TestOAuthConformance(t *testing.T) {
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, suite.node, suite.cli, "authorization", "--url", s.url+"/t/demo",
-		"--client-id", reg.ClientID, "--resource", s.url+"/t/demo/mcp", "--port", strconv.Itoa(port), "-o", out)
+		"--client-id", clientID, "--resource", s.url+"/t/demo/mcp", "--port", strconv.Itoa(port), "-o", out)
 	cmd.Dir = t.TempDir()
 	// The suite's own child processes find the same Node.js first.
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(suite.node)+string(os.PathListSeparator)+os.Getenv("PATH"))

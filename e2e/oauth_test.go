@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/pem"
@@ -239,18 +240,9 @@ func TestOAuthBreakGlassCannotAuthorize(t *testing.T) {
 		t.Fatalf("no link: %s", out)
 	}
 	// A dynamically registered client to authorize.
-	resp, err := http.Post(s.url+"/t/demo/oauth/register", "application/json",
-		strings.NewReader(`{"client_name":"x","redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"none"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reg struct {
-		ClientID string `json:"client_id"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&reg)
-	resp.Body.Close()
+	clientID := registerPublicClient(t, s, "x", "http://127.0.0.1/cb")
 	ctx := browser(t)
-	authURL := s.url + "/t/demo/oauth/authorize?response_type=code&client_id=" + reg.ClientID +
+	authURL := s.url + "/t/demo/oauth/authorize?response_type=code&client_id=" + clientID +
 		"&redirect_uri=http%3A%2F%2F127.0.0.1%2Fcb&state=s&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256&resource=" +
 		strings.ReplaceAll(s.url, ":", "%3A") + "%2Ft%2Fdemo%2Fmcp"
 	if err := chromedp.Do(ctx,
@@ -295,4 +287,23 @@ func TestOAuthGitHubSignInResumes(t *testing.T) {
 	if isErr || !strings.Contains(text, "acme-org/api") || strings.Contains(text, "acme-org/secret") {
 		t.Fatalf("GitHub user's OAuth client: isError=%v %s", isErr, text)
 	}
+}
+
+// registerPublicClient registers a public client (no secret) of the demo
+// tenant by dynamic registration and returns its client_id.
+func registerPublicClient(t *testing.T, s *stack, name, redirect string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"client_name": name, "redirect_uris": []string{redirect}, "token_endpoint_auth_method": "none"})
+	resp, err := http.Post(s.url+"/t/demo/oauth/register", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&reg); err != nil || reg.ClientID == "" {
+		t.Fatalf("registering %s: status %d, %v", name, resp.StatusCode, err)
+	}
+	return reg.ClientID
 }
