@@ -23,32 +23,6 @@ import (
 	"github.com/codelotse/codelotse/pkg/shape"
 )
 
-// benchQueries are realistic agent searches over a Go source tree: rare and
-// common literals, case-insensitive text, and regular expressions with and
-// without good literals.
-var benchQueries = []struct {
-	name, query string
-	regex       bool
-	// repo and path scope the search (repo is a repository index of the
-	// fixture, 1-based; 0 means all). Scoped cases run for search_code only.
-	repo int
-	path string
-}{
-	{"rare-literal", "TestSeekNoStrictOrdering", false, 0, ""},
-	{"symbol", "func NewRequestWithContext", false, 0, ""},
-	{"common-literal", "context.Context", false, 0, ""},
-	{"ci-text", "deadline exceeded", false, 0, ""},
-	{"regex-method", `func \(\w+ \*Reader\) ReadRune\(`, true, 0, ""},
-	{"regex-alternation", `(ErrShortWrite|ErrShortBuffer)`, true, 0, ""},
-	// The cliffs of issue 11: very common literals, one repository of
-	// several, a path prefix, a regex whose literal is common.
-	{"very-common-err", "err", false, 0, ""},
-	{"very-common-return", "return", false, 0, ""},
-	{"common-literal-one-repo", "context.Context", false, 3, ""},
-	{"common-literal-path", "context.Context", false, 0, "net/http/"},
-	{"regex-handler", `func \w+Handler\(`, true, 0, ""},
-}
-
 // BenchmarkSearchCode measures search_code (candidates from PostgreSQL,
 // confirmation in Go, limit 20) over an index of a source tree — the Go
 // toolchain's own src/ by default (BENCH_CODE_TREE overrides) — once and
@@ -57,24 +31,16 @@ var benchQueries = []struct {
 // setup (git repository, indexing) takes a few minutes. See
 // docs/benchmarks.md.
 func BenchmarkSearchCode(b *testing.B) {
-	tree := os.Getenv("BENCH_CODE_TREE")
-	if tree == "" {
-		out, err := exec.Command("go", "env", "GOROOT").Output()
-		if err != nil {
-			b.Fatalf("go env GOROOT: %v", err)
-		}
-		tree = filepath.Join(strings.TrimSpace(string(out)), "src")
-	}
-	fx := searchBenchSetup(b, tree)
+	fx := searchBenchSetup(b, pgtest.CodeTree(b))
 	for _, copies := range []int{1, 5} {
-		for _, q := range benchQueries {
-			b.Run(fmt.Sprintf("%dx/%s/codelotse", copies, q.name), func(b *testing.B) {
-				in := map[string]any{"query": q.query, "regex": q.regex, "limit": 20, "context": 2}
-				if q.repo > 0 {
-					in["repository"] = fmt.Sprintf("bench/go%d", min(q.repo, copies)-1)
+		for _, q := range pgtest.SearchCodeQueries {
+			b.Run(fmt.Sprintf("%dx/%s/codelotse", copies, q.Name), func(b *testing.B) {
+				in := map[string]any{"query": q.Query, "regex": q.Regex, "limit": 20, "context": 2}
+				if q.Repo > 0 {
+					in["repository"] = fmt.Sprintf("bench/go%d", min(q.Repo, copies)-1)
 				}
-				if q.path != "" {
-					in["path"] = q.path
+				if q.Path != "" {
+					in["path"] = q.Path
 				}
 				args, _ := json.Marshal(in)
 				sess := fx.sessions[copies]
@@ -92,25 +58,25 @@ func BenchmarkSearchCode(b *testing.B) {
 				}
 				reportP50(b, lat)
 			})
-			if q.repo > 0 || q.path != "" {
+			if q.Repo > 0 || q.Path != "" {
 				continue
 			}
-			b.Run(fmt.Sprintf("%dx/%s/git-grep", copies, q.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%dx/%s/git-grep", copies, q.Name), func(b *testing.B) {
 				args := []string{"--git-dir", fx.gitDirs[copies], "--work-tree", fx.trees[copies], "grep", "-n", "-I", "--no-color", "-i"}
-				if q.regex {
+				if q.Regex {
 					args = append(args, "-E")
 				} else {
 					args = append(args, "-F")
 				}
-				reportP50(b, runFirstLines(b, "git", append(args, "-e", q.query), 20))
+				reportP50(b, runFirstLines(b, "git", append(args, "-e", q.Query), 20))
 			})
 			if fx.rg != "" {
-				b.Run(fmt.Sprintf("%dx/%s/ripgrep", copies, q.name), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%dx/%s/ripgrep", copies, q.Name), func(b *testing.B) {
 					args := []string{"-n", "-i", "--no-heading", "--color", "never"}
-					if !q.regex {
+					if !q.Regex {
 						args = append(args, "-F")
 					}
-					reportP50(b, runFirstLines(b, fx.rg, append(args, "-e", q.query, fx.trees[copies]), 20))
+					reportP50(b, runFirstLines(b, fx.rg, append(args, "-e", q.Query, fx.trees[copies]), 20))
 				})
 			}
 		}

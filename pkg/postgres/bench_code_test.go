@@ -16,27 +16,6 @@ import (
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
 )
 
-// codeBenchCases are the search_code cases of issue 11 (the cliffs and the
-// ordinary searches around them); repo scopes to one repository (1-based
-// index of the copies), path to a prefix.
-var codeBenchCases = []struct {
-	name, query string
-	regex       bool
-	repo        int
-	path        string
-}{
-	{"rare-literal", "TestSeekNoStrictOrdering", false, 0, ""},
-	{"symbol", "func NewRequestWithContext", false, 0, ""},
-	{"common-literal", "context.Context", false, 0, ""},
-	{"ci-text", "deadline exceeded", false, 0, ""},
-	{"regex-method", `func \(\w+ \*Reader\) ReadRune\(`, true, 0, ""},
-	{"regex-alternation", `(ErrShortWrite|ErrShortBuffer)`, true, 0, ""},
-	{"very-common-err", "err", false, 0, ""},
-	{"very-common-return", "return", false, 0, ""},
-	{"common-literal-one-repo", "context.Context", false, 3, ""},
-	{"common-literal-path", "context.Context", false, 0, "net/http/"},
-	{"regex-handler", `func \w+Handler\(`, true, 0, ""},
-}
 
 // BenchmarkSearchCodeBigTenant measures the database side of search_code on
 // the big tenant's code of issue 11: five indexed copies of the Go
@@ -71,19 +50,19 @@ func BenchmarkSearchCodeBigTenant(b *testing.B) {
 
 func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Searcher) {
 	ctx := context.Background()
-	for _, tc := range codeBenchCases {
-		b.Run(tc.name, func(b *testing.B) {
-			plan, err := codeindex.NewPlan(tc.query, tc.regex, false)
+	for _, tc := range pgtest.SearchCodeQueries {
+		b.Run(tc.Name, func(b *testing.B) {
+			plan, err := codeindex.NewPlan(tc.Query, tc.Regex, false)
 			if err != nil {
 				b.Fatal(err)
 			}
-			pf, err := codeindex.NewPathFilter(tc.path)
+			pf, err := codeindex.NewPathFilter(tc.Path)
 			if err != nil {
 				b.Fatal(err)
 			}
 			repos := fx.repos
-			if tc.repo > 0 {
-				repos = fx.repos[tc.repo-1 : tc.repo]
+			if tc.Repo > 0 {
+				repos = fx.repos[tc.Repo-1 : tc.Repo]
 			}
 			src := benchSource{db: fx.env.App.Tenant(fx.tenant), repos: repos, patterns: plan.LikePatterns(), prefix: pf.Prefix}
 			run := func() {
@@ -129,14 +108,7 @@ func codeBenchSetup(b testing.TB) *codeBenchFixture {
 		}
 		div = n
 	}
-	tree := os.Getenv("BENCH_CODE_TREE")
-	if tree == "" {
-		out, err := exec.Command("go", "env", "GOROOT").Output()
-		if err != nil {
-			b.Fatalf("go env GOROOT: %v", err)
-		}
-		tree = filepath.Join(strings.TrimSpace(string(out)), "src")
-	}
+	tree := pgtest.CodeTree(b)
 	ctx := context.Background()
 	start := time.Now()
 	gd := filepath.Join(b.TempDir(), "git")
