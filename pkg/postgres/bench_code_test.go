@@ -16,7 +16,6 @@ import (
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
 )
 
-
 // BenchmarkSearchCodeBigTenant measures the database side of search_code on
 // the big tenant's code of issue 11: five indexed copies of the Go
 // toolchain's src/ (BENCH_CODE_TREE overrides the tree), of which
