@@ -40,6 +40,11 @@ type Bearer struct {
 	// process, off the request's critical path.
 	touched sync.Map // token id → time.Time
 	touchWG sync.WaitGroup
+
+	// facts are the facts of recently accepted tokens, the basis of
+	// AuthenticateAhead's provisional decisions (never a decision itself:
+	// every request still reads the token's facts, see ahead.go).
+	facts factCache
 }
 
 // touchEvery is the resolution of last_used_at.
@@ -83,10 +88,7 @@ type Result struct {
 func (b *Bearer) Authenticate(ctx context.Context, authorization, resource, tenantID string) (Result, error) {
 	tok, ok := ParseAuthorization(authorization)
 	if !ok {
-		if authorization == "" {
-			return Result{Failure: &Failure{Reason: "missing"}}, nil
-		}
-		return Result{Failure: &Failure{Reason: "malformed"}}, nil
+		return refusedHeader(authorization), nil
 	}
 	hash := tokens.Hash(tok)
 	f, found, err := b.DB.AuthToken(ctx, hash, resource)
@@ -94,7 +96,31 @@ func (b *Bearer) Authenticate(ctx context.Context, authorization, resource, tena
 		return Result{}, err
 	}
 	now := b.now()
-	fail := func(reason string) (Result, error) { return Result{Failure: &Failure{Reason: reason}}, nil }
+	res := decide(f, found, hash, tenantID, now)
+	if accepted(res) {
+		b.facts.put(cacheKey(hash, resource), f)
+		b.touch(f, now)
+	}
+	return res, nil
+}
+
+// refusedHeader is the refusal of an Authorization header that holds no
+// well-formed token.
+func refusedHeader(authorization string) Result {
+	if authorization == "" {
+		return Result{Failure: &Failure{Reason: "missing"}}
+	}
+	return Result{Failure: &Failure{Reason: "malformed"}}
+}
+
+// accepted reports whether a result lets the principal proceed.
+func accepted(r Result) bool { return r.Failure == nil && r.GrantFailure == nil }
+
+// decide is the decision on a token's facts at now: a pure function, so
+// that a provisional decision on cached facts and the decision on the
+// facts read during the request can be compared (see AuthenticateAhead).
+func decide(f postgres.TokenFacts, found bool, hash []byte, tenantID string, now time.Time) Result {
+	fail := func(reason string) Result { return Result{Failure: &Failure{Reason: reason}} }
 	switch {
 	case !found:
 		return fail("unknown")
@@ -125,10 +151,8 @@ func (b *Bearer) Authenticate(ctx context.Context, authorization, resource, tena
 	if reason != grants.OK {
 		res.Grants = codelotse.Grants{}
 		res.GrantFailure = &Failure{Reason: "no_grants_" + string(reason), Refresh: reason == grants.Stale}
-		return res, nil
 	}
-	b.touch(f, now)
-	return res, nil
+	return res
 }
 
 // touch records use of the token in the background when the stored

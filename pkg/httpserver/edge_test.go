@@ -68,6 +68,29 @@ func seedMember(t testing.TB, env *pgtest.Env, repos ...string) member {
 	return m
 }
 
+// quietServer is a server on env with the MCP endpoint, the default limits
+// and no logs; adjust (optional) changes its Config before it is built.
+// The bearer's background writes are waited for when the test ends.
+func quietServer(t testing.TB, env *pgtest.Env, adjust func(*Config)) (*Server, *authn.Bearer) {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	bearer := &authn.Bearer{DB: env.App, Logger: logger}
+	t.Cleanup(bearer.Wait)
+	cfg := Config{
+		PublicURL: "http://127.0.0.1:8080", DB: env.App, Bearer: bearer, Logger: logger,
+		MCP:    &mcpserver.Deps{DB: env.App, Shaper: shape.New(secretscan.New()), Logger: logger, SchemaCache: mcpserver.NewSchemaCache()},
+		Limits: DefaultLimits,
+	}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, bearer
+}
+
 // edgeFixture is a server on a real database with one valid token.
 func edgeFixture(t *testing.T, limiter ratelimit.Limiter, logs io.Writer) (*Server, string) {
 	t.Helper()

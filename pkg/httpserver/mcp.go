@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -93,32 +94,60 @@ func (s *Server) mcpPost(c echo.Context) error {
 	}
 
 	// 3, 4. Token, its state, the tenant switch (and the grant inputs).
-	res, err := s.authenticate(c)
-	if err != nil {
-		s.cfg.Logger.Error("authenticating a token failed", "err", err)
-		return unavailable(c)
+	// A token accepted recently is let through on the facts of then, and
+	// looked up again in the pipeline of the tool's first read; the
+	// answer leaves only if the decision on the fresh facts is the same
+	// (authn.AuthenticateAhead). If it is not, the request is
+	// authenticated again from scratch and served anew: the second pass
+	// has no pending confirmation, so there is no third.
+	res, pending, err := s.authenticate(c, true)
+	for pass := 1; ; pass++ {
+		if err != nil {
+			s.cfg.Logger.Error("authenticating a token failed", "err", err)
+			return unavailable(c)
+		}
+		if res.Failure != nil {
+			s.cfg.Logger.Info("bearer request refused", "reason", res.Failure.Reason)
+			s.tel.Refused(r.Context(), res.Failure.Reason)
+			return s.unauthorized(c, res.Failure)
+		}
+		// 5. Per-token limit, keyed on tenant and token digest (once: the
+		// digest does not change between passes).
+		if pass == 1 {
+			if d := s.limit(c, "token:"+res.Digest, s.cfg.Limits.PerToken); !d.Allowed {
+				s.tel.Limited(r.Context(), "token")
+				return tooManyRequests(c, d)
+			}
+		}
+		// 6. Grants.
+		if res.GrantFailure != nil {
+			s.cfg.Logger.Info("bearer request refused", "reason", res.GrantFailure.Reason)
+			s.tel.Refused(r.Context(), res.GrantFailure.Reason)
+			return s.unauthorized(c, res.GrantFailure)
+		}
+		// Everything MCP — the message, its protocol errors, the server
+		// for this request, the bounded answer — is the endpoint's; it
+		// serves only the caller authenticated here, with the body
+		// already read above.
+		caller := mcpserver.Caller{Principal: res.Principal, Grants: res.Grants}
+		req := r
+		if pending != nil {
+			p := pending
+			caller.Confirm = func(ctx context.Context) error {
+				ok, err := p.Confirm(ctx)
+				if err == nil && !ok {
+					return mcpserver.ErrCallerChanged
+				}
+				return err
+			}
+			req = r.WithContext(p.Context(r.Context()))
+		}
+		if s.mcp.Serve(w, req, caller, body) == nil {
+			return nil
+		}
+		s.cfg.Logger.Info("token facts changed since they were cached; authenticating again")
+		res, pending, err = s.authenticate(c, false)
 	}
-	if res.Failure != nil {
-		s.cfg.Logger.Info("bearer request refused", "reason", res.Failure.Reason)
-		s.tel.Refused(r.Context(), res.Failure.Reason)
-		return s.unauthorized(c, res.Failure)
-	}
-	// 5. Per-token limit, keyed on tenant and token digest.
-	if d := s.limit(c, "token:"+res.Digest, s.cfg.Limits.PerToken); !d.Allowed {
-		s.tel.Limited(r.Context(), "token")
-		return tooManyRequests(c, d)
-	}
-	// 6. Grants.
-	if res.GrantFailure != nil {
-		s.cfg.Logger.Info("bearer request refused", "reason", res.GrantFailure.Reason)
-		s.tel.Refused(r.Context(), res.GrantFailure.Reason)
-		return s.unauthorized(c, res.GrantFailure)
-	}
-	// Everything MCP — the message, its protocol errors, the server for
-	// this request, the bounded answer — is the endpoint's; it serves only
-	// the caller authenticated here, with the body already read above.
-	s.mcp.Serve(w, r, mcpserver.Caller{Principal: res.Principal, Grants: res.Grants}, body)
-	return nil
 }
 
 func (s *Server) originAllowed(o string) bool {

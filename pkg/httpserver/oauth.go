@@ -66,23 +66,27 @@ func (s *Server) tenantMCPPost(c echo.Context) error {
 }
 
 // authenticate runs the token checks for the endpoint that was called.
-func (s *Server) authenticate(c echo.Context) (authn.Result, error) {
+func (s *Server) authenticate(c echo.Context, ahead bool) (authn.Result, *authn.Pending, error) {
 	ctx := c.Request().Context()
 	h := c.Request().Header.Get("Authorization")
-	slug, _ := c.Get(keyEndpointSlug).(string)
-	if slug == "" {
-		return s.cfg.Bearer.Authenticate(ctx, h, s.cfg.PublicURL+"/mcp", "")
+	resource, tid := s.cfg.PublicURL+"/mcp", ""
+	if slug, _ := c.Get(keyEndpointSlug).(string); slug != "" {
+		id, err := s.cfg.DB.TenantIDBySlug(ctx, slug)
+		if codelotse.ErrorCode(err) == codelotse.NotFound {
+			// No such tenant, so no metadata to point to either.
+			c.Set(keyEndpointSlug, "")
+			return authn.Result{Failure: &authn.Failure{Reason: "unknown_tenant"}}, nil, nil
+		}
+		if err != nil {
+			return authn.Result{}, nil, err
+		}
+		resource, tid = s.resource(slug), id
 	}
-	tid, err := s.cfg.DB.TenantIDBySlug(ctx, slug)
-	if codelotse.ErrorCode(err) == codelotse.NotFound {
-		// No such tenant, so no metadata to point to either.
-		c.Set(keyEndpointSlug, "")
-		return authn.Result{Failure: &authn.Failure{Reason: "unknown_tenant"}}, nil
+	if ahead {
+		return s.cfg.Bearer.AuthenticateAhead(ctx, h, resource, tid)
 	}
-	if err != nil {
-		return authn.Result{}, err
-	}
-	return s.cfg.Bearer.Authenticate(ctx, h, s.resource(slug), tid)
+	res, err := s.cfg.Bearer.Authenticate(ctx, h, resource, tid)
+	return res, nil, err
 }
 
 // resourceMetadataOf is the resource_metadata of a 401 from the endpoint

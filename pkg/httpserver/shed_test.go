@@ -2,16 +2,11 @@ package httpserver
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
-	"github.com/codelotse/codelotse/pkg/secretscan"
-	"github.com/codelotse/codelotse/pkg/shape"
 	"github.com/codelotse/codelotse/pkg/tokens"
 )
 
@@ -25,18 +20,7 @@ import (
 func TestMCPShedsPastItsBound(t *testing.T) {
 	env := pgtest.New(t)
 	secret := seedMember(t, env, "acme/api").Secret
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	bearer := &authn.Bearer{DB: env.App, Logger: logger}
-	t.Cleanup(bearer.Wait)
-	srv, err := New(Config{
-		PublicURL: "http://127.0.0.1:8080", DB: env.App, Bearer: bearer, Logger: logger,
-		MCP:              &mcpserver.Deps{DB: env.App, Shaper: shape.New(secretscan.New()), Logger: logger, SchemaCache: mcpserver.NewSchemaCache()},
-		Limits:           DefaultLimits,
-		MaxConcurrentMCP: 2,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := quietServer(t, env, func(c *Config) { c.MaxConcurrentMCP = 2 })
 	if cap(srv.mcpSlots) != 2 {
 		t.Fatalf("%d slots, want 2", cap(srv.mcpSlots))
 	}
@@ -80,11 +64,7 @@ func TestMCPShedsPastItsBound(t *testing.T) {
 		t.Errorf("%d slots taken after the requests finished, want the test's 1", n)
 	}
 	// The default applies when the operator sets nothing.
-	def, err := New(Config{PublicURL: "http://127.0.0.1:8080", DB: env.App, Bearer: bearer, Logger: logger,
-		MCP: &mcpserver.Deps{DB: env.App, Shaper: shape.New(secretscan.New()), Logger: logger, SchemaCache: mcpserver.NewSchemaCache()}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	def, _ := quietServer(t, env, nil)
 	if cap(def.mcpSlots) != DefaultMaxConcurrentMCP {
 		t.Errorf("default %d slots, want %d", cap(def.mcpSlots), DefaultMaxConcurrentMCP)
 	}

@@ -3,17 +3,12 @@ package httpserver
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/codelotse/codelotse/pkg/authn"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
-	"github.com/codelotse/codelotse/pkg/secretscan"
-	"github.com/codelotse/codelotse/pkg/shape"
 )
 
 // TestToolDuringOutageAnswers503: when the database drops the connection
@@ -32,17 +27,7 @@ func TestToolDuringOutageAnswers503(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(toolDB.Close)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	bearer := &authn.Bearer{DB: env.App, Logger: logger}
-	t.Cleanup(bearer.Wait)
-	srv, err := New(Config{
-		PublicURL: "http://127.0.0.1:8080", DB: env.App, Bearer: bearer, Logger: logger,
-		MCP:    &mcpserver.Deps{DB: toolDB, Shaper: shape.New(secretscan.New()), Logger: logger, SchemaCache: mcpserver.NewSchemaCache()},
-		Limits: DefaultLimits,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := quietServer(t, env, func(c *Config) { c.MCP.DB = toolDB })
 
 	// The session is ended right after its last use: the pool checks a
 	// connection idle for more than a second before handing it out, but one

@@ -27,7 +27,17 @@ import (
 type Caller struct {
 	Principal codelotse.Principal
 	Grants    codelotse.Grants
+	// Confirm, when set, is called once the answer is known and before
+	// any of it is written: the caller was authenticated provisionally
+	// (authn.AuthenticateAhead) and the answer may leave only if Confirm
+	// returns nil. ErrCallerChanged discards the answer (Serve writes
+	// nothing and returns it); any other error answers 503.
+	Confirm func(context.Context) error
 }
+
+// ErrCallerChanged is Confirm's answer when the token's facts read during
+// the request no longer give the provisional principal and grants.
+var ErrCallerChanged = errors.New("mcpserver: the caller's token or grants changed during the request")
 
 type callerKey struct{}
 
@@ -316,13 +326,43 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "Could not read the request body.")
 		return
 	}
-	e.Serve(w, r, c, body)
+	if err := e.Serve(w, r, c, body); err != nil {
+		// Only a Confirm can fail a request this way, and a caller set
+		// with WithCaller has no Confirm to retry with.
+		e.deps.Logger.Error("MCP caller changed during the request; refused")
+		writeError(w, http.StatusUnauthorized, nil, -32001, "Unauthorized")
+	}
 }
 
 // Serve serves one POST of the MCP endpoint for caller c, whose body the
 // HTTP edge has already read (within its own bound) and passes as body;
-// r.Body is not read again.
-func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request, c Caller, body []byte) {
+// r.Body is not read again. It returns ErrCallerChanged, having written
+// nothing, when c.Confirm says the caller changed; the edge then
+// authenticates again and serves the request anew.
+func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request, c Caller, body []byte) error {
+	if c.Confirm == nil {
+		e.serve(w, r, c, body)
+		return nil
+	}
+	// Everything, protocol errors included, waits for the confirmation:
+	// a request of a token revoked a moment ago is answered 401 by the
+	// edge, never with what its provisional caller could see.
+	held := &answer{header: http.Header{}, limit: MaxAnswerBytes + 4<<10}
+	e.serve(held, r, c, body)
+	if err := c.Confirm(r.Context()); err != nil {
+		if errors.Is(err, ErrCallerChanged) {
+			return err
+		}
+		e.deps.Logger.Error("confirming the caller failed", "err", err)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, nil, CodeUnavailable, UnavailableMessage)
+		return nil
+	}
+	held.writeTo(w)
+	return nil
+}
+
+func (e *Endpoint) serve(w http.ResponseWriter, r *http.Request, c Caller, body []byte) {
 	if len(body) > MaxMessageBytes {
 		writeError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, "Request body too large: the limit is 1 MiB.")
 		return
@@ -410,14 +450,7 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request, c Caller, body 
 		// error code. A success always passes a handler.
 		op.ErrorType = errorCodeOf(ans.body.Bytes())
 	}
-	for k, v := range ans.header {
-		w.Header()[k] = v
-	}
-	if ans.status == 0 {
-		ans.status = http.StatusOK
-	}
-	w.WriteHeader(ans.status)
-	_, _ = w.Write(ans.body.Bytes())
+	ans.writeTo(w)
 }
 
 // needed are the tools a message needs registered: every tool for
@@ -520,6 +553,18 @@ func (a *answer) WriteHeader(code int) {
 	if a.status == 0 {
 		a.status = code
 	}
+}
+
+// writeTo writes the held answer to w (200 when no status was set).
+func (a *answer) writeTo(w http.ResponseWriter) {
+	for k, v := range a.header {
+		w.Header()[k] = v
+	}
+	if a.status == 0 {
+		a.status = http.StatusOK
+	}
+	w.WriteHeader(a.status)
+	_, _ = w.Write(a.body.Bytes())
 }
 
 // sdkHeaders keeps only the headers the MCP transport reads.

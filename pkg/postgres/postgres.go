@@ -199,12 +199,31 @@ func (db *DB) readTenantBatch(ctx context.Context, tenantID string, timeout time
 		return codelotse.Errorf(codelotse.Internal, "tenant read without a tenant")
 	}
 	b := &pgx.Batch{}
+	// A provisional authentication's check rides along (see AuthCheck):
+	// first in the pipeline, so the token is looked up before the read,
+	// and outside the read's statement timeout.
+	chk, _ := ctx.Value(authCheckKey{}).(*AuthCheck)
+	if chk != nil && !chk.claim() {
+		chk = nil
+	}
+	if chk != nil {
+		b.Queue(authTokenSQL, chk.hash, chk.resource)
+	}
 	b.Queue(setTenant, tenantID)
 	if timeout > 0 {
 		b.Queue("SELECT set_config('statement_timeout', $1, true)", strconv.FormatInt(timeout.Milliseconds(), 10))
 	}
 	b.Queue(sql, args...)
 	br := db.Pool.SendBatch(ctx, b)
+	if chk != nil {
+		f, found, err := scanTokenFacts(br.QueryRow())
+		if err != nil {
+			chk.release()
+			br.Close()
+			return err
+		}
+		chk.set(f, found)
+	}
 	if _, err := br.Exec(); err != nil {
 		br.Close()
 		return err
@@ -258,3 +277,8 @@ func (db *DB) CheckRuntimeRole(ctx context.Context) (err error) {
 }
 
 func fmtInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Acquires is how many times a connection has been taken from the pool:
+// one per statement, pipeline or transaction (tests count round trips of a
+// request with it; pipelined statements are one).
+func (db *DB) Acquires() int64 { return db.Pool.Stat().AcquireCount() }

@@ -153,34 +153,7 @@ type TokenFacts struct {
 // clients. found is false for unknown hashes.
 func (db *DB) AuthToken(ctx context.Context, hash []byte, resource string) (f TokenFacts, found bool, err error) {
 	defer wrap(&err, "postgres.AuthToken")
-	var role, source *string
-	var since *time.Time
-	var groups, roles []string
-	var repos []int64
-	err = db.Pool.QueryRow(ctx, `SELECT token_id::text, tenant_id::text, user_id::text, expires_at, revoked_at,
-			last_used_at, user_active, mcp_enabled, idp_id::text, idp_enabled, idp_groups,
-			member_role, member_source, member_since, repo_ids, map_groups, map_roles, map_repo_ids, oauth_grant_id::text
-		FROM auth_token($1, $2)`, hash, resource).
-		Scan(&f.TokenID, &f.TenantID, &f.UserID, &f.ExpiresAt, &f.RevokedAt, &f.LastUsedAt, &f.UserActive,
-			&f.MCPEnabled, &f.IdPID, &f.IdPEnabled, &f.IdPGroups, &role, &source, &since, &f.RepoIDs, &groups, &roles, &repos, &f.OAuthGrantID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return f, false, nil
-	}
-	if err != nil {
-		return f, false, err
-	}
-	if role != nil {
-		f.Membership = &codelotse.Membership{Role: codelotse.Role(*role), Source: *source, RefreshedAt: *since}
-	}
-	for i := range groups {
-		m := codelotse.GroupMapping{Group: groups[i], Role: codelotse.Role(roles[i])}
-		if repos[i] != 0 {
-			id := repos[i]
-			m.RepositoryID = &id
-		}
-		f.Mappings = append(f.Mappings, m)
-	}
-	return f, true, nil
+	return scanTokenFacts(db.Pool.QueryRow(ctx, authTokenSQL, hash, resource))
 }
 
 // TouchToken records use of a token, at most once a minute: the WHERE

@@ -1,0 +1,91 @@
+package httpserver
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+)
+
+// TestOneRoundTripPerRequest (issue 11): once a token has been accepted, a
+// tools/call costs one PostgreSQL round trip for the token, its grants and
+// the tool's first read together, and a request that reads nothing costs
+// the token lookup alone. And the cache behind it refuses nothing late: the
+// very next request after a revocation is a 401, and after access to a
+// repository is removed the very next answer no longer shows it (the
+// answer computed on the old grants never leaves). Round trips are counted
+// as connections taken from the pool, not timed.
+func TestOneRoundTripPerRequest(t *testing.T) {
+	env := pgtest.New(t)
+	m := seedMember(t, env, "acme/api", "acme/web")
+	srv, bearer := quietServer(t, env, nil)
+	const (
+		listRepos = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_repositories","arguments":{}}}`
+		getRules  = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_rules","arguments":{}}}`
+		toolsList = `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`
+	)
+	// call serves one request and reports the round trips it took; the
+	// token's background use record is waited for so it is never counted.
+	call := func(body string) (*httptest.ResponseRecorder, int64) {
+		t.Helper()
+		req := mcpRequest(m.Secret, nil)
+		req.Body = io.NopCloser(strings.NewReader(body))
+		req.ContentLength = int64(len(body))
+		before := env.App.Acquires()
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		n := env.App.Acquires() - before
+		bearer.Wait()
+		return rec, n
+	}
+
+	if rec, _ := call(listRepos); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "acme/web") {
+		t.Fatalf("first request: %d %s", rec.Code, rec.Body)
+	}
+	for _, tc := range []struct {
+		name, body string
+		want       int64
+	}{
+		{"list_repositories", listRepos, 1},
+		{"get_rules", getRules, 1},
+		{"tools/list (reads nothing: the token lookup alone)", toolsList, 1},
+		{"list_repositories again", listRepos, 1},
+	} {
+		rec, n := call(tc.body)
+		if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), `"isError":true`) {
+			t.Fatalf("%s: %d %s", tc.name, rec.Code, rec.Body)
+		}
+		if n != tc.want {
+			t.Errorf("%s: %d round trips, want %d", tc.name, n, tc.want)
+		}
+	}
+
+	// Access to acme/web is removed between two requests: the next answer
+	// is computed on the new grants.
+	if _, err := env.Admin.Pool.Exec(context.Background(),
+		`DELETE FROM repo_memberships WHERE user_id = $1 AND repository_id = (SELECT id FROM repositories WHERE full_name = 'acme/web')`, m.UserID); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := call(listRepos)
+	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "acme/web") || !strings.Contains(rec.Body.String(), "acme/api") {
+		t.Fatalf("after acme/web was taken away: %d %s", rec.Code, rec.Body)
+	}
+
+	// Revoked between two requests: the very next one is refused.
+	if err := env.App.InTenant(context.Background(), m.TenantID, func(tx *postgres.Tx) error {
+		return tx.RevokeToken(context.Background(), m.TokenID, "", postgres.Actor{Label: "test"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{listRepos, toolsList} {
+		rec, _ := call(body)
+		if rec.Code != http.StatusUnauthorized || strings.Contains(rec.Body.String(), "acme/") {
+			t.Fatalf("after revocation: %d %s", rec.Code, rec.Body)
+		}
+	}
+}
