@@ -73,7 +73,11 @@ RETURNS TABLE (
     map_groups      text[],
     map_roles       text[],
     map_repo_ids    bigint[],
-    oauth_grant_id  uuid
+    oauth_grant_id  uuid,
+    -- The token's tenant's slug, so that a tenant endpoint
+    -- (/t/{slug}/mcp) can confirm with these facts that the slug it
+    -- resolved from memory still names that tenant (issue 11).
+    tenant_slug     text
 )
 -- plpgsql, not sql: a LANGUAGE sql SECURITY DEFINER function is never
 -- inlined and is planned again on every call, while plpgsql keeps the plan
@@ -95,8 +99,10 @@ BEGIN
            coalesce((SELECT array_agg(rm.repository_id) FROM public.repo_memberships rm
                      WHERE rm.tenant_id = t.tenant_id AND rm.user_id = t.user_id), '{}'),
            g.groups, g.roles, g.repos,
-           t.oauth_grant_id
+           t.oauth_grant_id,
+           tn.slug
     FROM public.mcp_tokens t
+    LEFT JOIN public.tenants tn ON tn.id = t.tenant_id
     LEFT JOIN public.users u ON u.tenant_id = t.tenant_id AND u.id = t.user_id
     LEFT JOIN public.tenant_settings s ON s.tenant_id = t.tenant_id
     LEFT JOIN public.identity_providers i ON i.tenant_id = t.tenant_id AND i.id = t.idp_id

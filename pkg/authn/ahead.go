@@ -69,13 +69,13 @@ func (c *factCache) drop(k string) {
 
 // Pending is a provisional authentication awaiting its confirmation.
 type Pending struct {
-	b        *Bearer
-	key      string
-	hash     []byte
-	tenantID string
-	now      time.Time
-	res      Result
-	check    *postgres.AuthCheck
+	b     *Bearer
+	key   string
+	hash  []byte
+	slug  string
+	now   time.Time
+	res   Result
+	check *postgres.AuthCheck
 }
 
 // AuthenticateAhead is Authenticate that may decide on cached facts. When
@@ -83,7 +83,8 @@ type Pending struct {
 // context from Pending.Context and must call Pending.Confirm before
 // anything the request produced leaves the process. Only acceptances are
 // provisional: a refusal is always decided on facts read now.
-func (b *Bearer) AuthenticateAhead(ctx context.Context, authorization, resource, tenantID string) (Result, *Pending, error) {
+// resource and slug are Authenticate's.
+func (b *Bearer) AuthenticateAhead(ctx context.Context, authorization, resource, slug string) (Result, *Pending, error) {
 	tok, ok := ParseAuthorization(authorization)
 	if !ok {
 		return refusedHeader(authorization), nil, nil
@@ -92,12 +93,12 @@ func (b *Bearer) AuthenticateAhead(ctx context.Context, authorization, resource,
 	key := cacheKey(hash, resource)
 	if f, ok := b.facts.get(key); ok {
 		now := b.now()
-		if res := decide(f, true, hash, tenantID, now); accepted(res) {
-			return res, &Pending{b: b, key: key, hash: hash, tenantID: tenantID, now: now, res: res,
+		if res := decide(f, true, hash, slug, now); accepted(res) {
+			return res, &Pending{b: b, key: key, hash: hash, slug: slug, now: now, res: res,
 				check: postgres.NewAuthCheck(hash, resource)}, nil
 		}
 	}
-	res, err := b.Authenticate(ctx, authorization, resource, tenantID)
+	res, err := b.Authenticate(ctx, authorization, resource, slug)
 	return res, nil, err
 }
 
@@ -117,7 +118,7 @@ func (p *Pending) Confirm(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	res := decide(f, found, p.hash, p.tenantID, p.now)
+	res := decide(f, found, p.hash, p.slug, p.now)
 	if !accepted(res) || !sameCaller(res, p.res) {
 		p.b.facts.drop(p.key)
 		return false, nil

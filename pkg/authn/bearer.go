@@ -83,9 +83,11 @@ type Result struct {
 //
 // resource is the URL of the endpoint called (an OAuth access token is valid
 // only at the resource it was issued for; the auth function enforces it).
-// tenantID, when set, is the tenant of a tenant-scoped endpoint
-// (/t/{slug}/mcp): a token of any other tenant is refused there.
-func (b *Bearer) Authenticate(ctx context.Context, authorization, resource, tenantID string) (Result, error) {
+// slug, when set, is the slug of a tenant-scoped endpoint (/t/{slug}/mcp):
+// a token whose tenant that slug does not name now is refused there. (The
+// token's facts carry its tenant's slug, so no lookup of the slug precedes
+// authentication.)
+func (b *Bearer) Authenticate(ctx context.Context, authorization, resource, slug string) (Result, error) {
 	tok, ok := ParseAuthorization(authorization)
 	if !ok {
 		return refusedHeader(authorization), nil
@@ -96,7 +98,7 @@ func (b *Bearer) Authenticate(ctx context.Context, authorization, resource, tena
 		return Result{}, err
 	}
 	now := b.now()
-	res := decide(f, found, hash, tenantID, now)
+	res := decide(f, found, hash, slug, now)
 	if accepted(res) {
 		b.facts.put(cacheKey(hash, resource), f)
 		b.touch(f, now)
@@ -119,12 +121,12 @@ func accepted(r Result) bool { return r.Failure == nil && r.GrantFailure == nil 
 // decide is the decision on a token's facts at now: a pure function, so
 // that a provisional decision on cached facts and the decision on the
 // facts read during the request can be compared (see AuthenticateAhead).
-func decide(f postgres.TokenFacts, found bool, hash []byte, tenantID string, now time.Time) Result {
+func decide(f postgres.TokenFacts, found bool, hash []byte, slug string, now time.Time) Result {
 	fail := func(reason string) Result { return Result{Failure: &Failure{Reason: reason}} }
 	switch {
 	case !found:
 		return fail("unknown")
-	case tenantID != "" && f.TenantID != tenantID:
+	case slug != "" && f.TenantSlug != slug:
 		return fail("wrong_tenant")
 	case f.RevokedAt != nil:
 		return fail("revoked")

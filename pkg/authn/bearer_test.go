@@ -249,7 +249,7 @@ func TestBearerRefusals(t *testing.T) {
 		// header is the Authorization header (default "Bearer <secret>").
 		header   func(h holder) string
 		resource string        // default acmeResource
-		tenant   func() string // a tenant-scoped endpoint's tenant, default none
+		tenant   func() string // a tenant-scoped endpoint's slug, default none
 		now      func(h holder) time.Time
 		want     want
 	}{
@@ -267,9 +267,9 @@ func TestBearerRefusals(t *testing.T) {
 			header: func(h holder) string { return "bEARER " + h.secret }, want: want{grants: localGrants}},
 		{name: "unknown", header: func(holder) string { return "Bearer " + tokens.Generate() }, want: want{failure: "unknown"}},
 		{name: "wrong tenant", holder: func() holder { return f.newHolder(f.acme, localMember, "") },
-			tenant: func() string { return f.noOAuth }, want: want{failure: "wrong_tenant"}},
+			tenant: func() string { return "nooauth" }, want: want{failure: "wrong_tenant"}},
 		{name: "accepted: its own tenant's endpoint", holder: func() holder { return f.newHolder(f.acme, localMember, "") },
-			tenant: func() string { return f.acme }, want: want{grants: localGrants}},
+			tenant: func() string { return "acme" }, want: want{grants: localGrants}},
 		{name: "revoked", holder: func() holder {
 			h := f.newHolder(f.acme, localMember, "")
 			f.in(f.acme, func(tx *postgres.Tx) error { return tx.RevokeToken(ctx, h.tokenID, "", actor) })

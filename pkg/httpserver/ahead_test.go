@@ -31,9 +31,11 @@ func TestOneRoundTripPerRequest(t *testing.T) {
 	)
 	// call serves one request and reports the round trips it took; the
 	// token's background use record is waited for so it is never counted.
+	path := "/mcp"
 	call := func(body string) (*httptest.ResponseRecorder, int64) {
 		t.Helper()
 		req := mcpRequest(m.Secret, nil)
+		req.URL.Path = path
 		req.Body = io.NopCloser(strings.NewReader(body))
 		req.ContentLength = int64(len(body))
 		before := env.App.Acquires()
@@ -64,6 +66,19 @@ func TestOneRoundTripPerRequest(t *testing.T) {
 			t.Errorf("%s: %d round trips, want %d", tc.name, n, tc.want)
 		}
 	}
+
+	// The tenant's own endpoint: the token's facts name the slug's tenant,
+	// so no lookup of the slug comes first. Another slug refuses it.
+	path = "/t/acme/mcp"
+	call(listRepos)
+	if rec, n := call(getRules); rec.Code != http.StatusOK || n != 1 {
+		t.Errorf("/t/acme/mcp: %d in %d round trips, want 200 in 1: %s", rec.Code, n, rec.Body)
+	}
+	path = "/t/other/mcp"
+	if rec, _ := call(getRules); rec.Code != http.StatusUnauthorized {
+		t.Errorf("/t/other/mcp: %d, want 401", rec.Code)
+	}
+	path = "/mcp"
 
 	// Access to acme/web is removed between two requests: the next answer
 	// is computed on the new grants.

@@ -66,27 +66,32 @@ func (s *Server) tenantMCPPost(c echo.Context) error {
 }
 
 // authenticate runs the token checks for the endpoint that was called.
-func (s *Server) authenticate(c echo.Context, ahead bool) (authn.Result, *authn.Pending, error) {
+func (s *Server) authenticate(c echo.Context, ahead bool) (res authn.Result, p *authn.Pending, err error) {
 	ctx := c.Request().Context()
 	h := c.Request().Header.Get("Authorization")
-	resource, tid := s.cfg.PublicURL+"/mcp", ""
-	if slug, _ := c.Get(keyEndpointSlug).(string); slug != "" {
-		id, err := s.cfg.DB.TenantIDBySlug(ctx, slug)
-		if codelotse.ErrorCode(err) == codelotse.NotFound {
-			// No such tenant, so no metadata to point to either.
-			c.Set(keyEndpointSlug, "")
-			return authn.Result{Failure: &authn.Failure{Reason: "unknown_tenant"}}, nil, nil
-		}
-		if err != nil {
-			return authn.Result{}, nil, err
-		}
-		resource, tid = s.resource(slug), id
+	resource := s.cfg.PublicURL + "/mcp"
+	slug, _ := c.Get(keyEndpointSlug).(string)
+	if slug != "" {
+		resource = s.resource(slug)
 	}
 	if ahead {
-		return s.cfg.Bearer.AuthenticateAhead(ctx, h, resource, tid)
+		res, p, err = s.cfg.Bearer.AuthenticateAhead(ctx, h, resource, slug)
+	} else {
+		res, err = s.cfg.Bearer.Authenticate(ctx, h, resource, slug)
 	}
-	res, err := s.cfg.Bearer.Authenticate(ctx, h, resource, tid)
-	return res, nil, err
+	if err != nil || slug == "" || res.Failure == nil {
+		return res, p, err
+	}
+	// Refused at a tenant endpoint: when no tenant has that slug, say so,
+	// and point to no metadata (there is none). Only refusals pay for
+	// this lookup; an accepted token's facts named the slug's tenant.
+	if _, err := s.cfg.DB.TenantIDBySlug(ctx, slug); codelotse.ErrorCode(err) == codelotse.NotFound {
+		c.Set(keyEndpointSlug, "")
+		return authn.Result{Failure: &authn.Failure{Reason: "unknown_tenant"}}, nil, nil
+	} else if err != nil {
+		return authn.Result{}, nil, err
+	}
+	return res, p, nil
 }
 
 // resourceMetadataOf is the resource_metadata of a 401 from the endpoint

@@ -94,7 +94,7 @@ func (c *AuthCheck) Facts(ctx context.Context, db *DB) (f TokenFacts, found, rod
 // authTokenSQL is the one statement of DB.AuthToken and of an AuthCheck.
 const authTokenSQL = `SELECT token_id::text, tenant_id::text, user_id::text, expires_at, revoked_at,
 		last_used_at, user_active, mcp_enabled, idp_id::text, idp_enabled, idp_groups,
-		member_role, member_source, member_since, repo_ids, map_groups, map_roles, map_repo_ids, oauth_grant_id::text
+		member_role, member_source, member_since, repo_ids, map_groups, map_roles, map_repo_ids, oauth_grant_id::text, coalesce(tenant_slug, '')
 	FROM auth_token($1, $2)`
 
 // scanTokenFacts reads auth_token's row (found is false when there is none).
@@ -104,7 +104,7 @@ func scanTokenFacts(row pgx.Row) (f TokenFacts, found bool, err error) {
 	var groups, roles []string
 	var repos []int64
 	err = row.Scan(&f.TokenID, &f.TenantID, &f.UserID, &f.ExpiresAt, &f.RevokedAt, &f.LastUsedAt, &f.UserActive,
-		&f.MCPEnabled, &f.IdPID, &f.IdPEnabled, &f.IdPGroups, &role, &source, &since, &f.RepoIDs, &groups, &roles, &repos, &f.OAuthGrantID)
+		&f.MCPEnabled, &f.IdPID, &f.IdPEnabled, &f.IdPGroups, &role, &source, &since, &f.RepoIDs, &groups, &roles, &repos, &f.OAuthGrantID, &f.TenantSlug)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TokenFacts{}, false, nil
 	}

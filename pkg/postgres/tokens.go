@@ -144,6 +144,8 @@ type TokenFacts struct {
 	Mappings   []codelotse.GroupMapping
 	// OAuthGrantID is set for access tokens issued to OAuth clients.
 	OAuthGrantID *string
+	// TenantSlug is the slug of the token's tenant now.
+	TenantSlug string
 }
 
 // AuthToken looks a token up by its hash through the auth_token SECURITY
