@@ -733,6 +733,8 @@ func soakReport(cfg soakConfig, shots []shot, lastSend time.Duration, rss, ready
 	perTool := map[string][]time.Duration{}
 	classes := map[string][2]int{}    // class → {good token, bad token}
 	unexpected := map[string][2]int{} // answers that are wrong at their time
+	// When the wrong answers came, relative to the stop (for the report).
+	wrongFirst, wrongLast := map[string]time.Duration{}, map[string]time.Duration{}
 	var n503 int
 	var first503, last503 time.Duration = -1, -1
 	firstOKAfterUp := time.Duration(-1)
@@ -798,10 +800,15 @@ func soakReport(cfg soakConfig, shots []shot, lastSend time.Duration, rss, ready
 			u := unexpected[sh.class]
 			u[bad]++
 			unexpected[sh.class] = u
+			if f, ok := wrongFirst[sh.class]; !ok || sh.done() < f {
+				wrongFirst[sh.class] = sh.done()
+			}
+			wrongLast[sh.class] = max(wrongLast[sh.class], sh.done())
 		}
 	}
 	for k, v := range unexpected {
-		fail("%d requests (%d with a good token, %d with a bad one) answered %q, which is wrong at that time", v[0]+v[1], v[0], v[1], k)
+		fail("%d requests (%d with a good token, %d with a bad one) answered %q, which is wrong at that time (answered from %+.3f s to %+.3f s after the stop)",
+			v[0]+v[1], v[0], v[1], k, (wrongFirst[k] - tStop).Seconds(), (wrongLast[k] - tStop).Seconds())
 	}
 	slices.Sort(all)
 	slices.Sort(steady)
