@@ -175,7 +175,8 @@ func TestRedactRewritesRawRows(t *testing.T) {
 	}
 	exec(`INSERT INTO pull_requests (tenant_id, repository_id, number, title, author) SELECT $1, id, 1, $2, $3 FROM repositories WHERE tenant_id = $1`,
 		tid, "Fix "+cases[0].Secret, "dev")
-	exec(`INSERT INTO reviews (tenant_id, repository_id, external_id, summary) SELECT $1, id, 'r1', $2 FROM repositories WHERE tenant_id = $1`, tid, doc.String())
+	exec(`INSERT INTO reviews (tenant_id, repository_id, external_id, summary, status) SELECT $1, id, 'r1', $2, $3 FROM repositories WHERE tenant_id = $1`,
+		tid, doc.String(), "done "+strings.ReplaceAll(cases[2].Secret, "\n", " "))
 	for i, p := range cases {
 		exec(`INSERT INTO findings (tenant_id, repository_id, review_id, severity, path, title, body, suggestion, fingerprint)
 			SELECT $1, repository_id, id, 'high', $2, $3, $4, $5, $6 FROM reviews WHERE tenant_id = $1`,

@@ -36,7 +36,7 @@ type StoredTable struct {
 var StoredTables = []StoredTable{
 	{Name: "repositories", Columns: []string{"default_branch", "url"}},
 	{Name: "pull_requests", Columns: []string{"title", "author", "base_ref", "head_ref", "url"}},
-	{Name: "reviews", Columns: []string{"external_id", "summary", "author"}},
+	{Name: "reviews", Columns: []string{"external_id", "status", "summary", "author"}},
 	{Name: "findings", Columns: []string{"rule_key", "path", "title", "body", "suggestion", "source"}},
 	{Name: "rules", Columns: []string{"title", "instructions"}, Globs: "path_globs"},
 }
