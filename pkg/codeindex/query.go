@@ -20,8 +20,10 @@ type Plan struct {
 	// match; they become ILIKE prefilters. Empty: no prefilter.
 	Literals []string
 	// Tight: a chunk that passes the prefilter almost always matches (a
-	// literal query), so a round needs few more candidates than matches.
-	// A regular expression's literals are only part of what it needs.
+	// literal query, or a regular expression whose Regex is its exact
+	// translation), so a round needs few more candidates than matches.
+	// Otherwise a regular expression's literals are only part of what it
+	// needs.
 	Tight bool
 	// Regex is a PostgreSQL ARE that matches (with ~) every chunk with a
 	// line Match matches, and not many more: a second prefilter, next to
