@@ -18,20 +18,47 @@ CREATE POLICY code_search_read ON code_files FOR SELECT TO {{search}} USING (tru
 DROP POLICY IF EXISTS code_search_read ON repositories;
 CREATE POLICY code_search_read ON repositories FOR SELECT TO {{search}} USING (true);
 
+-- search_code_regex is p_regex when PostgreSQL compiles it, else NULL: a
+-- prefilter regex the engine rejects (too complex, say) is dropped, and
+-- the search runs on its patterns alone, which are a superset too.
+DROP FUNCTION IF EXISTS search_code_regex(text);
+CREATE FUNCTION search_code_regex(p_regex text) RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    IF p_regex IS NOT NULL THEN
+        PERFORM '' ~ p_regex;
+    END IF;
+    RETURN p_regex;
+EXCEPTION WHEN invalid_regular_expression OR program_limit_exceeded THEN
+    RETURN NULL;
+END
+$fn$;
+ALTER FUNCTION search_code_regex(text) OWNER TO {{search}};
+REVOKE ALL ON FUNCTION search_code_regex(text) FROM PUBLIC;
+
 -- search_code_candidates returns the chunks of the given repositories whose
 -- content contains every pattern (case-insensitive ILIKE patterns, already
--- escaped by the caller) and whose file's path starts with p_path_prefix
--- (empty: any), in chunk order after p_after_chunk, at most p_limit of them,
--- with their file's path. The caller confirms each candidate line by line.
+-- escaped by the caller) and matches p_regex (a PostgreSQL ARE, the
+-- caller's superset translation of a regular-expression query,
+-- codeindex.ARE; NULL: none) and whose file's path starts with
+-- p_path_prefix (empty: any), in chunk order after p_after_chunk, at most
+-- p_limit of them, with their file's path. The caller confirms each
+-- candidate line by line. The patterns and the regex are the filter: the
+-- trigram index takes both (pg_trgm extracts trigrams from the regex
+-- itself, alternations included), so a regex alone scopes a search as a
+-- pattern does. A regex PostgreSQL cannot compile is dropped (the
+-- patterns alone are a superset too).
 --
 -- The answer is always "the first p_limit matching chunks after
 -- p_after_chunk"; only the way there depends on the query, so that neither a
 -- common nor a rare literal, nor one repository of a big tenant, falls off a
 -- cliff (issue 11):
---  * a path prefix with no pattern (a scoped, literal-less regex), or a
+--  * a path prefix with no filter (a scoped, literal-less regex), or a
 --    narrow one (fewer than 2,000 files under it): the files under the
 --    prefix first, then their chunks, checked without the trigram index;
---  * no pattern otherwise (a literal-less regex scoped to a repository):
+--  * no filter otherwise (a literal-less regex scoped to a repository):
 --    the next chunks of the repositories in id order, every one a
 --    candidate;
 --  * otherwise, phase 1: a window of the next chunks of the granted
@@ -60,12 +87,14 @@ CREATE POLICY code_search_read ON repositories FOR SELECT TO {{search}} USING (t
 -- applied to the bitmap's rows (outside the CTE), never offered to a btree
 -- index instead.
 DROP FUNCTION IF EXISTS search_code_candidates(bigint[], text[], text, bigint, integer);
+DROP FUNCTION IF EXISTS search_code_candidates(bigint[], text[], text, bigint, integer, text);
 CREATE FUNCTION search_code_candidates(
     p_repo_ids    bigint[],
     p_patterns    text[],
     p_path_prefix text,
     p_after_chunk bigint,
-    p_limit       integer)
+    p_limit       integer,
+    p_regex       text DEFAULT NULL)
 RETURNS TABLE (
     chunk_id      bigint,
     repository_id bigint,
@@ -85,6 +114,8 @@ DECLARE
     v_tenant   uuid := current_setting('app.tenant_id')::uuid;
     v_npat     integer := coalesce(array_length(p_patterns, 1), 0);
     v_nrepo    integer := coalesce(array_length(p_repo_ids, 1), 0);
+    v_regex    text := search_code_regex(p_regex);
+    v_filter   boolean;
     -- Up to this many repositories, windows go per repository and the
     -- walk skips to their next chunk (one index probe each per step).
     v_few      constant integer := 64;
@@ -130,8 +161,17 @@ BEGIN
     IF v_nrepo = 0 OR p_after_chunk IS NULL THEN
         RETURN;
     END IF;
-    -- Patterns and the prefix are bound as parameters ($6[i], $7), never
-    -- spliced into the SQL; only the choice of predicates is dynamic.
+    v_filter := v_npat > 0 OR v_regex IS NOT NULL;
+    -- Patterns, the regex and the prefix are bound as parameters ($6[i],
+    -- $9, $7), never spliced into the SQL; only the choice of predicates
+    -- is dynamic. Every EXECUTE below that uses v_pats passes nine
+    -- parameters. The regex comes first: it is the tighter test (it
+    -- implies the patterns when the translation is exact) and no dearer
+    -- per chunk than an ILIKE, which lowers the whole content, so the
+    -- recheck of a bitmap's candidates mostly stops at it.
+    IF v_regex IS NOT NULL THEN
+        v_pats := ' AND c.content ~ $9';
+    END IF;
     FOR i IN 1 .. v_npat LOOP
         v_pats := v_pats || format(' AND c.content ILIKE $6[%s]', i);
     END LOOP;
@@ -144,7 +184,7 @@ BEGIN
                  WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND f.path LIKE $3 LIMIT 2000) x'
             INTO v_files USING v_tenant, p_repo_ids, v_prefix;
     END IF;
-    IF v_prefix IS NOT NULL AND (v_npat = 0 OR v_files < 2000) THEN
+    IF v_prefix IS NOT NULL AND (NOT v_filter OR v_files < 2000) THEN
         -- Files first: the files under the prefix, then the ids of their
         -- chunks after the position (one index lookup per file; no content
         -- is read), in order; then those chunks are fetched by primary key
@@ -165,7 +205,7 @@ BEGIN
         v_pos := 1;
         v_size := v_window;
         WHILE v_need > 0 AND v_pos <= coalesce(array_length(v_all, 1), 0) LOOP
-            IF v_npat = 0 THEN
+            IF NOT v_filter THEN
                 v_found := v_all[v_pos : v_pos + v_need - 1];
             ELSE
                 -- By primary key first (a CTE of its own), never a trigram
@@ -174,7 +214,8 @@ BEGIN
                                      WHERE c.tenant_id = $1 AND c.id = ANY($2))
                     SELECT ARRAY(SELECT c.id FROM c WHERE true %s ORDER BY c.id LIMIT $5)', v_pats)
                     INTO v_found
-                    USING v_tenant, v_all[v_pos : v_pos + v_size - 1], p_path_prefix, p_after_chunk, v_need, p_patterns;
+                    USING v_tenant, v_all[v_pos : v_pos + v_size - 1], p_path_prefix, p_after_chunk, v_need, p_patterns,
+                          NULL::text, NULL::integer, v_regex;
             END IF;
             v_n := coalesce(array_length(v_found, 1), 0);
             v_ids := v_ids || v_found;
@@ -189,7 +230,7 @@ BEGIN
         RETURN;
     END IF;
 
-    IF v_npat = 0 THEN
+    IF NOT v_filter THEN
         -- Every chunk is a candidate: the next p_limit of the repositories
         -- (the first p_limit of each, then the smallest of their union).
         IF v_nrepo <= v_few THEN
@@ -276,7 +317,7 @@ BEGIN
         IF v_size IS NOT NULL THEN
             -- A window of v_size chunks, checked directly.
             EXECUTE v_window_sql INTO v_n, v_hi, v_found
-                USING v_tenant, p_repo_ids, p_path_prefix, v_lo, v_need, p_patterns, v_prefix, v_size;
+                USING v_tenant, p_repo_ids, p_path_prefix, v_lo, v_need, p_patterns, v_prefix, v_size, v_regex;
             IF v_nrepo > v_few THEN
                 v_hi := v_lo + v_size;
             ELSIF v_n = 0 THEN
@@ -287,14 +328,14 @@ BEGIN
             PERFORM set_config('enable_seqscan', 'off', true);
             PERFORM set_config('enable_indexscan', 'off', true);
             EXECUTE v_bucket_sql INTO v_found
-                USING v_tenant, p_repo_ids, v_lo, NULL::bigint, v_need, p_patterns, v_prefix;
+                USING v_tenant, p_repo_ids, v_lo, NULL::bigint, v_need, p_patterns, v_prefix, NULL::integer, v_regex;
             v_ids := v_ids || v_found;
             EXIT;
         ELSE
             PERFORM set_config('enable_seqscan', 'off', true);
             PERFORM set_config('enable_indexscan', 'off', true);
             EXECUTE v_bucket_sql INTO v_found
-                USING v_tenant, p_repo_ids, v_lo, v_bucket, v_need, p_patterns, v_prefix;
+                USING v_tenant, p_repo_ids, v_lo, v_bucket, v_need, p_patterns, v_prefix, NULL::integer, v_regex;
             PERFORM set_config('enable_seqscan', 'on', true);
             PERFORM set_config('enable_indexscan', 'on', true);
             v_hi := ((v_bucket + 1) << 13) - 1;
@@ -319,9 +360,9 @@ BEGIN
     RETURN QUERY EXECUTE v_rows_sql USING v_tenant, v_ids;
 END
 $fn$;
-ALTER FUNCTION search_code_candidates(bigint[], text[], text, bigint, integer) OWNER TO {{search}};
-REVOKE ALL ON FUNCTION search_code_candidates(bigint[], text[], text, bigint, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION search_code_candidates(bigint[], text[], text, bigint, integer) TO {{app}};
+ALTER FUNCTION search_code_candidates(bigint[], text[], text, bigint, integer, text) OWNER TO {{search}};
+REVOKE ALL ON FUNCTION search_code_candidates(bigint[], text[], text, bigint, integer, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION search_code_candidates(bigint[], text[], text, bigint, integer, text) TO {{app}};
 
 -- Purpose code.search at a pull request's head (search_code with
 -- pull_request): the same candidate step over the pull request's overlay
@@ -344,7 +385,10 @@ CREATE POLICY code_search_read ON pull_code_chunks FOR SELECT TO {{search}} USIN
 -- marked shadowed when the pull request changes or deletes its path (the
 -- caller skips those but pages past them, so a page shorter than p_limit
 -- still means the phase is done). An unknown pull request returns nothing.
+-- p_regex is search_code_candidates's: a further filter (NULL: none),
+-- dropped when PostgreSQL cannot compile it.
 DROP FUNCTION IF EXISTS search_pull_code_candidates(bigint, integer, integer, text[], text, bigint, integer);
+DROP FUNCTION IF EXISTS search_pull_code_candidates(bigint, integer, integer, text[], text, bigint, integer, text);
 CREATE FUNCTION search_pull_code_candidates(
     p_repo_id     bigint,
     p_number      integer,
@@ -352,7 +396,8 @@ CREATE FUNCTION search_pull_code_candidates(
     p_patterns    text[],
     p_path_prefix text,
     p_after_chunk bigint,
-    p_limit       integer)
+    p_limit       integer,
+    p_regex       text DEFAULT NULL)
 RETURNS TABLE (
     chunk_id      bigint,
     repository_id bigint,
@@ -374,6 +419,7 @@ DECLARE
     v_head   text;
     v_from   text;
     v_sql    text;
+    v_regex  text := search_code_regex(p_regex);
 BEGIN
     IF p_limit IS NULL OR p_limit < 1 OR p_limit > 5000 THEN
         RAISE EXCEPTION 'search_pull_code_candidates: limit must be 1..5000';
@@ -394,7 +440,8 @@ BEGIN
     ELSE
         v_from := 'public.code_chunks';
     END IF;
-    -- Patterns are bound as parameters ($6[i]), never spliced into the SQL.
+    -- Patterns and the regex are bound as parameters ($6[i], $9), never
+    -- spliced into the SQL.
     v_sql := 'WITH cand AS MATERIALIZED (
             SELECT c.id, c.repository_id, c.file_id, c.start_line, c.end_line, c.content
             FROM ' || v_from || ' c
@@ -405,6 +452,9 @@ BEGIN
     FOR i IN 1 .. coalesce(array_length(p_patterns, 1), 0) LOOP
         v_sql := v_sql || format(' AND c.content ILIKE $6[%s]', i);
     END LOOP;
+    IF v_regex IS NOT NULL THEN
+        v_sql := v_sql || ' AND c.content ~ $9';
+    END IF;
     v_sql := v_sql || ' ORDER BY c.id LIMIT $5)';
     IF p_phase = 1 THEN
         v_sql := v_sql || '
@@ -425,9 +475,9 @@ BEGIN
             JOIN public.repositories r ON r.tenant_id = $1 AND r.id = cand.repository_id
             ORDER BY cand.id';
     END IF;
-    RETURN QUERY EXECUTE v_sql USING v_tenant, p_repo_id, p_path_prefix, p_after_chunk, p_limit, p_patterns, p_number, v_head;
+    RETURN QUERY EXECUTE v_sql USING v_tenant, p_repo_id, p_path_prefix, p_after_chunk, p_limit, p_patterns, p_number, v_head, v_regex;
 END
 $fn$;
-ALTER FUNCTION search_pull_code_candidates(bigint, integer, integer, text[], text, bigint, integer) OWNER TO {{search}};
-REVOKE ALL ON FUNCTION search_pull_code_candidates(bigint, integer, integer, text[], text, bigint, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION search_pull_code_candidates(bigint, integer, integer, text[], text, bigint, integer) TO {{app}};
+ALTER FUNCTION search_pull_code_candidates(bigint, integer, integer, text[], text, bigint, integer, text) OWNER TO {{search}};
+REVOKE ALL ON FUNCTION search_pull_code_candidates(bigint, integer, integer, text[], text, bigint, integer, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION search_pull_code_candidates(bigint, integer, integer, text[], text, bigint, integer, text) TO {{app}};

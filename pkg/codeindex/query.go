@@ -20,13 +20,21 @@ type Plan struct {
 	// match; they become ILIKE prefilters. Empty: no prefilter.
 	Literals []string
 	// Tight: a chunk that passes the prefilter almost always matches (a
-	// literal query), so a round needs few more candidates than matches.
-	// A regular expression's literals are only part of what it needs.
+	// literal query, or a regular expression whose Regex is its exact
+	// translation), so a round needs few more candidates than matches.
+	// Otherwise a regular expression's literals are only part of what it
+	// needs.
 	Tight bool
+	// Regex is a PostgreSQL ARE that matches (with ~) every chunk with a
+	// line Match matches, and not many more: a second prefilter, next to
+	// the literals, for regular-expression queries (see ARE). Empty: none.
+	// It is only set when the literals are not empty or pg_trgm can take
+	// a trigram from it, so that it never stands alone without an index.
+	Regex string
 }
 
 // Scoped reports whether the plan can use the trigram index.
-func (p Plan) Scoped() bool { return len(p.Literals) > 0 }
+func (p Plan) Scoped() bool { return len(p.Literals) > 0 || p.Regex != "" }
 
 // LikePatterns returns the prefilters as ILIKE patterns.
 func (p Plan) LikePatterns() []string {
@@ -92,7 +100,18 @@ func NewPlan(query string, isRegex, caseSensitive bool) (Plan, error) {
 	if len(keep) > 3 {
 		keep = keep[:3]
 	}
-	return Plan{Match: re, Literals: keep}, nil
+	plan := Plan{Match: re, Literals: keep}
+	// The ARE is translated from the query with its case flag, so that a
+	// case-insensitive query's literals carry their folding.
+	withFlags, err := syntax.Parse(flags+query, syntax.Perl)
+	if err != nil {
+		return Plan{}, codelotse.Errorf(codelotse.Invalid, "Invalid regular expression (RE2 syntax): %v.", err)
+	}
+	if are, exact, ok := ARE(withFlags); ok && (len(keep) > 0 || indexable(withFlags.Simplify())) {
+		plan.Regex = are
+		plan.Tight = exact
+	}
+	return plan, nil
 }
 
 // requiredLiterals returns literal strings that every match must contain.

@@ -18,8 +18,10 @@ import (
 // Each round is one call of the candidate source (search_code_candidates).
 // For a literal the first round asks for twice the matches wanted
 // (limit+1: every candidate of a literal holds it at least once), each
-// later round for twice as many as the one before, up to DefaultBatch; a
-// regular expression's candidates are looser (7 to 36 per match measured),
+// later round for twice as many as the one before, up to DefaultBatch. So
+// does a regular expression whose database prefilter is its exact
+// translation (Plan.Regex, Plan.Tight); any other regular expression's
+// candidates are looser (7 to 36 per match measured with literals alone),
 // so its rounds are DefaultBatch from the start. Since that function
 // walks only as far as it must (windows, then one bucket of the span index
 // at a time), a small first round costs a fraction of a full one; while

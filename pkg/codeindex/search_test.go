@@ -423,7 +423,8 @@ func TestSearchRedactsBeforeClipping(t *testing.T) {
 // TestRoundsGrow: the first round asks for twice the matches wanted
 // (limit+1), each later round for twice the one before, up to the batch;
 // a short round is the end, whatever its size. A regex's rounds are the
-// batch from the start (its candidates are looser).
+// batch from the start (its candidates are looser), unless its prefilter
+// in the database is its exact translation (Plan.Tight).
 func TestRoundsGrow(t *testing.T) {
 	var none []Candidate
 	for i := 1; i <= 1000; i++ {
@@ -441,12 +442,20 @@ func TestRoundsGrow(t *testing.T) {
 		{"short first round ends it", Searcher{}, none[:10], 20, []int{42}},
 		{"explicit first batch", Searcher{FirstBatch: 5, Batch: 12}, none[:30], 20, []int{5, 10, 12, 12}},
 		{"a regex starts at the batch", Searcher{}, none[:500], 20, []int{200, 200, 200}},
+		{"an exactly translated regex starts small", Searcher{}, none[:500], 20, []int{42, 84, 168, 200, 200}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &fakeSource{phases: map[int][]Candidate{0: tc.chunks}}
 			tc.s.Clock = newFakeClock()
 			plan := literalPlan(t, "needle")
 			if strings.HasPrefix(tc.name, "a regex") {
+				var err error
+				// \b has no exact translation.
+				if plan, err = NewPlan(`need+le\b`, true, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if strings.HasPrefix(tc.name, "an exactly") {
 				var err error
 				if plan, err = NewPlan(`need+le\(`, true, false); err != nil {
 					t.Fatal(err)

@@ -115,7 +115,7 @@ func runSearchCode(ctx context.Context, s *session, in searchCodeArgs) (shape.Do
 	}
 
 	redactions := map[string]int{}
-	res, err := codeindex.Searcher{}.Search(ctx, codeSource{s: s, repoIDs: repoIDs, pull: pull, patterns: plan.LikePatterns(), prefix: pf.Prefix},
+	res, err := codeindex.Searcher{}.Search(ctx, codeSource{s: s, repoIDs: repoIDs, pull: pull, patterns: plan.LikePatterns(), regex: plan.Regex, prefix: pf.Prefix},
 		codeindex.Query{Plan: plan, Path: pf, Limit: limit, Context: ctxLines, Pull: pull != nil,
 			From:   codeindex.Pos(pos),
 			Redact: func(lines []string) []string { return s.redactLines(ctx, lines, redactions) }})
@@ -164,13 +164,14 @@ type codeSource struct {
 	repoIDs  []int64
 	pull     *postgres.PullCodeHead
 	patterns []string
+	regex    string
 	prefix   string
 }
 
 func (c codeSource) Candidates(ctx context.Context, phase int, after int64, limit int) ([]codeindex.Candidate, error) {
 	db := c.s.deps.DB.Tenant(c.s.principal.TenantID)
 	if c.pull != nil {
-		return db.SearchPullCandidates(ctx, c.repoIDs[0], c.pull.Number, phase, c.patterns, c.prefix, after, limit)
+		return db.SearchPullCandidates(ctx, c.repoIDs[0], c.pull.Number, phase, c.patterns, c.regex, c.prefix, after, limit)
 	}
-	return db.SearchCandidates(ctx, c.repoIDs, c.patterns, c.prefix, after, limit)
+	return db.SearchCandidates(ctx, c.repoIDs, c.patterns, c.regex, c.prefix, after, limit)
 }

@@ -190,6 +190,10 @@ func TestSearchCode(t *testing.T) {
 	newToolFixture(t).run(t, "search_code", []toolCase{
 		{name: "a literal", args: map[string]any{"query": "NeedleHandler"}, want: []string{"acme/r0", "main.go", "func NeedleHandler"}},
 		{name: "a regex in a repository", args: map[string]any{"query": "func [A-Z]\\w+", "regex": true, "repository": "acme/r0"}, want: []string{"func NeedleHandler"}},
+		// An alternation has no common literal; its ARE prefilter (with a
+		// trigram in every branch, case folding written out) scopes it.
+		{name: "an alternation without a common literal", args: map[string]any{"query": "(needlehandler|HaystackNothing)", "regex": true}, want: []string{"acme/r0", "func NeedleHandler"}},
+		{name: "a regex with nothing to index needs a scope", args: map[string]any{"query": "\\w+\\(", "regex": true}, isError: true, want: []string{"no literal of 3 or more characters"}},
 		{name: "case-sensitive miss", args: map[string]any{"query": "needlehandler", "case_sensitive": true}, notWant: []string{"main.go"}},
 		{name: "context 0 is honoured, not defaulted", args: map[string]any{"query": "func NeedleHandler", "context": 0}, want: []string{"func NeedleHandler"}, notWant: []string{"serves the needle"}},
 		{name: "context is clamped", args: map[string]any{"query": "func NeedleHandler", "context": 9}, want: []string{"package main"}},

@@ -63,7 +63,7 @@ func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Sear
 			if tc.Repo > 0 {
 				repos = fx.repos[tc.Repo-1 : tc.Repo]
 			}
-			src := benchSource{db: fx.env.App.Tenant(fx.tenant), repos: repos, patterns: plan.LikePatterns(), prefix: pf.Prefix}
+			src := benchSource{db: fx.env.App.Tenant(fx.tenant), repos: repos, patterns: plan.LikePatterns(), regex: plan.Regex, prefix: pf.Prefix}
 			run := func() {
 				if _, err := searcher.Search(ctx, src, codeindex.Query{Plan: plan, Path: pf, Limit: 20, Context: 2}); err != nil {
 					b.Fatal(err)
@@ -80,11 +80,12 @@ type benchSource struct {
 	db       postgres.TenantDB
 	repos    []int64
 	patterns []string
+	regex    string
 	prefix   string
 }
 
 func (s benchSource) Candidates(ctx context.Context, _ int, after int64, limit int) ([]codeindex.Candidate, error) {
-	return s.db.SearchCandidates(ctx, s.repos, s.patterns, s.prefix, after, limit)
+	return s.db.SearchCandidates(ctx, s.repos, s.patterns, s.regex, s.prefix, after, limit)
 }
 
 type codeBenchFixture struct {

@@ -133,8 +133,10 @@ const SearchTimeout = 2 * time.Second
 var ErrSearchTimeout = codeindex.ErrSearchTimeout
 
 // SearchCandidates runs search_code_candidates for the tenant: chunks of
-// repoIDs containing all patterns, under pathPrefix, after chunk afterID.
-func (t TenantDB) SearchCandidates(ctx context.Context, repoIDs []int64, patterns []string, pathPrefix string, afterID int64, limit int) (_ []Candidate, err error) {
+// repoIDs containing all patterns and matching regex (a PostgreSQL ARE,
+// codeindex.Plan.Regex; empty: none), under pathPrefix, after chunk
+// afterID. The regex is a bound parameter like the patterns.
+func (t TenantDB) SearchCandidates(ctx context.Context, repoIDs []int64, patterns []string, regex, pathPrefix string, afterID int64, limit int) (_ []Candidate, err error) {
 	defer wrap(&err, "postgres.SearchCandidates")
 	db, tenantID := t.db, t.tenantID
 	if patterns == nil {
@@ -142,7 +144,7 @@ func (t TenantDB) SearchCandidates(ctx context.Context, repoIDs []int64, pattern
 	}
 	var out []Candidate
 	err = db.readTenant(ctx, tenantID, SearchTimeout, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content
-		FROM search_code_candidates($1, $2, $3, $4, $5)`, []any{repoIDs, patterns, pathPrefix, afterID, limit},
+		FROM search_code_candidates($1, $2, $3, $4, $5, $6)`, []any{repoIDs, patterns, pathPrefix, afterID, limit, nullIfEmpty(regex)},
 		func(rows pgx.Rows) error {
 			var err error
 			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Candidate, error) {
@@ -267,4 +269,12 @@ func (tx *Tx) UpdateIndex(ctx context.Context, repoID int64, commit string, chan
 	}
 	return res, tx.insertAudit(ctx, actor, "repository.indexed", commit,
 		map[string]any{"repository_id": repoID, "changed": len(changed), "deleted": len(deleted), "chunks": res.Chunks, "incremental": true})
+}
+
+// nullIfEmpty is NULL for "" (an optional text argument).
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -3,6 +3,9 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"testing"
@@ -139,7 +142,7 @@ func TestSearchCandidatesHandoffs(t *testing.T) {
 						next = append(next, id)
 					}
 				}
-				cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, set.ids, likes(pat), "", after, 3)
+				cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, set.ids, likes(pat), "", "", after, 3)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -222,38 +225,66 @@ func likes(pats []string) []string {
 	return like
 }
 
+// literalARE is the regex prefilter of a case-insensitive regular
+// expression that is the literal p: it selects what ILIKE '%p%' does, so
+// a one-pattern case also runs with the regex alone (no ILIKE pattern)
+// through every phase.
+func literalARE(t *testing.T, p string) string {
+	t.Helper()
+	re, err := syntax.Parse("(?i)"+regexp.QuoteMeta(p), syntax.Perl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	are, _, ok := codeindex.ARE(re)
+	if !ok {
+		t.Fatalf("no ARE for %q", p)
+	}
+	return are
+}
+
 // checkCandidates pages through search_code_candidates for every
-// combination and compares the ids with the reference.
+// combination and compares the ids with the reference; a single pattern
+// is also given as a regex alone.
 func checkCandidates(t *testing.T, env *pgtest.Env, tenant string, sets []repoSet, pats [][]string, prefixes []string, limits []int) {
 	t.Helper()
 	ctx := context.Background()
 	all := referenceChunks(t, env, tenant)
+	type filter struct {
+		likes []string
+		regex string
+	}
 	for _, set := range sets {
 		for _, pat := range pats {
+			filters := []filter{{likes: likes(pat)}}
+			if len(pat) == 1 {
+				filters = append(filters, filter{regex: literalARE(t, pat[0])})
+			}
 			for _, prefix := range prefixes {
 				if pat == nil && prefix == "" && len(set.ids) > 1 {
 					continue // refused before the database unless scoped to a repository
 				}
 				want := matching(all, set.ids, pat, prefix)
 				for _, limit := range limits {
-					name := fmt.Sprintf("%s/%v/prefix=%q/limit=%d", set.name, pat, prefix, limit)
-					var got []int64
-					after := int64(0)
-					for page := 0; page < 5000; page++ {
-						cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, set.ids, likes(pat), prefix, after, limit)
-						if err != nil {
-							t.Fatalf("%s: %v", name, err)
+					for _, f := range filters {
+						name := fmt.Sprintf("%s/%v/regex=%q/prefix=%q/limit=%d", set.name, pat, f.regex, prefix, limit)
+						var got []int64
+						after := int64(0)
+						for page := 0; page < 5000; page++ {
+							cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, set.ids, f.likes, f.regex, prefix, after, limit)
+							if err != nil {
+								t.Fatalf("%s: %v", name, err)
+							}
+							for _, c := range cands {
+								got = append(got, c.ChunkID)
+								after = c.ChunkID
+							}
+							if len(cands) < limit {
+								break
+							}
 						}
-						for _, c := range cands {
-							got = append(got, c.ChunkID)
-							after = c.ChunkID
+						if !slices.Equal(got, want) {
+							t.Errorf("%s: got %d chunks, want %d (got %v…, want %v…)", name, len(got), len(want), head(got), head(want))
 						}
-						if len(cands) < limit {
-							break
-						}
-					}
-					if !slices.Equal(got, want) {
-						t.Errorf("%s: got %d chunks, want %d (got %v…, want %v…)", name, len(got), len(want), head(got), head(want))
 					}
 				}
 			}
@@ -288,7 +319,7 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 		{cRepos, []string{`%needle\_rare%`}, ""},
 	} {
 		for _, limit := range []int{1, 100} {
-			cands, err := env.App.Tenant(a).SearchCandidates(ctx, tc.repos, tc.patterns, tc.prefix, 0, limit)
+			cands, err := env.App.Tenant(a).SearchCandidates(ctx, tc.repos, tc.patterns, "", tc.prefix, 0, limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +331,7 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 	// Alpha's own repositories among the others': only alpha's chunks.
 	mixed := append(append(slices.Clone(aRepos), bRepos...), cRepos...)
 	for _, pats := range [][]string{{"%func%"}, {"%middleword%"}, {`%needle\_rare%`}} {
-		cands, err := env.App.Tenant(a).SearchCandidates(ctx, mixed, pats, "", 0, 5000)
+		cands, err := env.App.Tenant(a).SearchCandidates(ctx, mixed, pats, "", "", 0, 5000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,10 +353,11 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	spread, spreadRepos := seedCodeSpread(t, env, "spread", 12, 100, true)
 	many, manyRepos := seedCode(t, env, "many", 70, 5)
 	conn, plans := explainConn(t, env)
-	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32)`
+	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32, $4)`
 	const (
-		bucket = "(id >> 13) = "               // the span index restricted to one bucket
-		whole  = "::uuid) AND (content ~~* '%" // the span index over the tenant's rest
+		bucket     = "(id >> 13) = "               // the span index restricted to one bucket
+		whole      = "::uuid) AND (content ~~* '%" // the span index over the tenant's rest
+		wholeRegex = "::uuid) AND (content ~ '"    // the same, for a regex (its predicate comes first)
 	)
 	rare := []string{`%needle\_rare%`}
 	for _, tc := range []struct {
@@ -334,24 +366,51 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		repos    []int64
 		patterns []string
 		prefix   string
-		want     []string
-		never    []string
+		// regex: a regular-expression query whose plan (its literals and
+		// its ARE, case-insensitive) replaces patterns.
+		regex string
+		want  []string
+		never []string
 	}{
-		{"common literal, one repository: windows", tenant, repos[2:3], []string{"%common%"}, "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm"}},
-		{"common literal, many repositories: id-range windows", many, manyRepos, []string{"%common%"}, "", []string{"code_chunks_pkey"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm"}},
-		{"rare literal: buckets", tenant, repos[:3], rare, "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
-		{"rare literal, twelve repositories: buckets", tenant, repos, rare, "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
-		{"rare literal over many buckets: the rest at once", spread, spreadRepos, rare, "", []string{"code_chunks_tenant_span_trgm", whole}, []string{"Seq Scan on code_chunks"}},
-		{"narrow path prefix", tenant, repos, []string{"%middleword%"}, "src/dir3/", []string{"code_files_tenant_path", "code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
-		{"no pattern", tenant, repos[:1], nil, "src/dir3/", []string{"code_files_tenant_path"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
-		{"no pattern, no prefix", tenant, repos[:1], nil, "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks"}},
+		{"common literal, one repository: windows", tenant, repos[2:3], []string{"%common%"}, "", "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm"}},
+		{"common literal, many repositories: id-range windows", many, manyRepos, []string{"%common%"}, "", "", []string{"code_chunks_pkey"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm"}},
+		{"rare literal: buckets", tenant, repos[:3], rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
+		{"rare literal, twelve repositories: buckets", tenant, repos, rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
+		{"rare literal over many buckets: the rest at once", spread, spreadRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", whole}, []string{"Seq Scan on code_chunks"}},
+		{"narrow path prefix", tenant, repos, []string{"%middleword%"}, "src/dir3/", "", []string{"code_files_tenant_path", "code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
+		{"no pattern", tenant, repos[:1], nil, "src/dir3/", "", []string{"code_files_tenant_path"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
+		{"no pattern, no prefix", tenant, repos[:1], nil, "", "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks"}},
+		// A regex's ARE is a predicate of every phase, and the trigram
+		// index takes it (pg_trgm extracts trigrams from it).
+		{"rare alternation, no literal: buckets", tenant, repos[:3], nil, "", `(needle_rare\(\)|nomatchatall)`, []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", wholeRegex}},
+		{"rare regex over many buckets: the rest at once", spread, spreadRepos, nil, "", `needle_\w+\(\)`, []string{"code_chunks_tenant_span_trgm", wholeRegex}, []string{"Seq Scan on code_chunks"}},
+		{"rare alternation over many buckets: the rest at once", spread, spreadRepos, nil, "", `(needle_rare|nomatchatall)\(`, []string{"code_chunks_tenant_span_trgm", wholeRegex}, []string{"Seq Scan on code_chunks"}},
+		{"common regex, one repository: windows", tenant, repos[2:3], nil, "", `Common\(\w+\)`, []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm"}},
+		{"regex, narrow path prefix", tenant, repos, nil, "src/dir3/", `Middle(Word|Name)\(`, []string{"code_files_tenant_path", "code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			patterns := tc.patterns
 			if patterns == nil {
 				patterns = []string{}
 			}
-			all := planOf(t, conn, plans, tc.tenant, q, tc.repos, patterns, tc.prefix)
+			var regex any // NULL
+			if tc.regex != "" {
+				plan, err := codeindex.NewPlan(tc.regex, true, false)
+				if err != nil || plan.Regex == "" {
+					t.Fatalf("NewPlan(%q): regex %q, %v", tc.regex, plan.Regex, err)
+				}
+				patterns, regex = plan.LikePatterns(), plan.Regex
+			}
+			all := planOf(t, conn, plans, tc.tenant, q, tc.repos, patterns, tc.prefix, regex)
+			// Through the trigram index the regex must be an index
+			// condition (pg_trgm narrows the bitmap with it), elsewhere
+			// at least a filter.
+			if tc.regex != "" && !appliesRegex(all, slices.Contains(tc.want, "code_chunks_tenant_span_trgm")) {
+				t.Errorf("the plan does not apply the regex:\n%s", all)
+			}
+			if os.Getenv("SHOW_PLANS") != "" {
+				t.Log(all)
+			}
 			for _, w := range tc.want {
 				if !strings.Contains(all, w) {
 					t.Errorf("plan does not use %s:\n%s", w, all)
@@ -364,4 +423,16 @@ func TestSearchCandidatesPlans(t *testing.T) {
 			}
 		})
 	}
+}
+
+// appliesRegex reports whether a plan has an index condition (or, unless
+// index, a filter) that applies a regex (content ~ '…').
+func appliesRegex(plan string, index bool) bool {
+	for _, l := range strings.Split(plan, "\n") {
+		cond := strings.Contains(l, "Index Cond:") || !index && strings.Contains(l, "Filter:")
+		if cond && strings.Contains(l, "(content ~ '(?n)") {
+			return true
+		}
+	}
+	return false
 }

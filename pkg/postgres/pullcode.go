@@ -125,8 +125,9 @@ func (tx *Tx) DropPullIndexes(ctx context.Context, repoID int64, open []int) (_ 
 
 // SearchPullCandidates runs search_pull_code_candidates: phase 1 the pull
 // request's changed files, phase 2 the base index (Shadowed marks chunks
-// the pull request replaces, and chunks outside pathPrefix).
-func (t TenantDB) SearchPullCandidates(ctx context.Context, repoID int64, number, phase int, patterns []string, pathPrefix string, afterID int64, limit int) (_ []Candidate, err error) {
+// the pull request replaces, and chunks outside pathPrefix). patterns and
+// regex filter as in SearchCandidates.
+func (t TenantDB) SearchPullCandidates(ctx context.Context, repoID int64, number, phase int, patterns []string, regex, pathPrefix string, afterID int64, limit int) (_ []Candidate, err error) {
 	defer wrap(&err, "postgres.SearchPullCandidates")
 	db, tenantID := t.db, t.tenantID
 	if patterns == nil {
@@ -134,7 +135,7 @@ func (t TenantDB) SearchPullCandidates(ctx context.Context, repoID int64, number
 	}
 	var out []Candidate
 	err = db.readTenant(ctx, tenantID, SearchTimeout, `SELECT chunk_id, repository_id, full_name, commit_sha, path, start_line, end_line, line_count, content, shadowed
-		FROM search_pull_code_candidates($1, $2, $3, $4, $5, $6, $7)`, []any{repoID, number, phase, patterns, pathPrefix, afterID, limit},
+		FROM search_pull_code_candidates($1, $2, $3, $4, $5, $6, $7, $8)`, []any{repoID, number, phase, patterns, pathPrefix, afterID, limit, nullIfEmpty(regex)},
 		func(rows pgx.Rows) error {
 			var err error
 			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Candidate, error) {

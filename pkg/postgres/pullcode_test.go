@@ -47,13 +47,14 @@ func TestPullIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// visible runs both phases and returns the paths of the chunks a
-	// search would keep.
-	visible := func(tenant string, repoID int64, number int, pattern string) []string {
+	// visibleBy runs both phases with the patterns and the regex and
+	// returns the paths of the chunks a search would keep; visible with
+	// one literal pattern.
+	visibleBy := func(tenant string, repoID int64, number int, likes []string, regex string) []string {
 		t.Helper()
 		var out []string
 		for phase := 1; phase <= 2; phase++ {
-			cands, err := env.App.Tenant(tenant).SearchPullCandidates(ctx, repoID, number, phase, []string{"%" + pattern + "%"}, "", 0, 100)
+			cands, err := env.App.Tenant(tenant).SearchPullCandidates(ctx, repoID, number, phase, likes, regex, "", 0, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,10 +69,19 @@ func TestPullIndex(t *testing.T) {
 		}
 		return out
 	}
+	visible := func(tenant string, repoID int64, number int, pattern string) []string {
+		t.Helper()
+		return visibleBy(tenant, repoID, number, []string{"%" + pattern + "%"}, "")
+	}
 	for pattern, want := range map[string]string{"HeadOnly": "main.go", "BaseOnly": "", "GoneNeedle": "", "SameNeedle": "same.go", "NewNeedle": "new.go"} {
 		if got := strings.Join(visible(a, repo.ID, 7, pattern), ","); got != want {
 			t.Errorf("%s at the head: %q, want %q", pattern, got, want)
 		}
+	}
+	// A regex prefilter alone (an alternation, no pattern) filters both
+	// phases the same way.
+	if got := strings.Join(visibleBy(a, repo.ID, 7, nil, `(?n)(?:Head|Base)Only\(`), ","); got != "main.go" {
+		t.Errorf("regex (Head|Base)Only at the head: %q, want main.go", got)
 	}
 	// Foreign or unknown ids get nothing from the SECURITY DEFINER
 	// function: another tenant's repository, an unknown pull request.
@@ -82,7 +92,7 @@ func TestPullIndex(t *testing.T) {
 		t.Errorf("a pull request without an index: %v", got)
 	}
 	// The base search does not see the overlay.
-	cands, err := env.App.Tenant(a).SearchCandidates(ctx, []int64{repo.ID}, []string{"%HeadOnly%"}, "", 0, 100)
+	cands, err := env.App.Tenant(a).SearchCandidates(ctx, []int64{repo.ID}, []string{"%HeadOnly%"}, "", "", 0, 100)
 	if err != nil || len(cands) != 0 {
 		t.Errorf("base search sees the pull request's head: %v, %v", cands, err)
 	}
