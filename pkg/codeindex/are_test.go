@@ -1,7 +1,9 @@
 package codeindex
 
 import (
+	"fmt"
 	"regexp/syntax"
+	"strings"
 	"testing"
 )
 
@@ -63,6 +65,11 @@ func TestPlanRegexPrefilter(t *testing.T) {
 		{`(?:[a-z]+|Alpha)Beta`, true, true, true},
 		{`\d+\.\d+`, false, false, false},
 		{`\bfunc\b`, true, true, false},
+		// Sixteen alternatives with no common literal may stand alone;
+		// seventeen need a repository or a path.
+		{"(" + strings.Join(names(16), "|") + ")", true, true, true},
+		{"(" + strings.Join(names(17), "|") + ")", false, false, false},
+		{"(" + strings.Join(names(17), "|") + ")Suffix", true, true, true},
 	} {
 		p := mustPlan(t, tc.query, true, true)
 		if (p.Regex != "") != tc.regex || p.Scoped() != tc.scoped || p.Tight != tc.tight {
@@ -72,4 +79,13 @@ func TestPlanRegexPrefilter(t *testing.T) {
 	if p := mustPlan(t, "func (", false, true); p.Regex != "" {
 		t.Errorf("literal query: regex %q", p.Regex)
 	}
+}
+
+// names are n distinct identifiers with no three-letter run in common.
+func names(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%c%cq%d", 'a'+i%26, 'z'-i%26, i)
+	}
+	return out
 }

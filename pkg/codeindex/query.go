@@ -107,11 +107,33 @@ func NewPlan(query string, isRegex, caseSensitive bool) (Plan, error) {
 	if err != nil {
 		return Plan{}, codelotse.Errorf(codelotse.Invalid, "Invalid regular expression (RE2 syntax): %v.", err)
 	}
-	if are, exact, ok := ARE(withFlags); ok && (len(keep) > 0 || indexable(withFlags.Simplify())) {
+	// A regex with no required literal scopes a search through pg_trgm
+	// alone; past a few alternatives pg_trgm may give up on its trigram
+	// graph and take every chunk as a candidate, so a larger alternation
+	// needs a repository or a path, as before.
+	simple := withFlags.Simplify()
+	standsAlone := indexable(simple) && branches(simple) <= MaxIndexedBranches
+	if are, exact, ok := ARE(withFlags); ok && (len(keep) > 0 || standsAlone) {
 		plan.Regex = are
 		plan.Tight = exact
 	}
 	return plan, nil
+}
+
+// MaxIndexedBranches bounds the alternatives of a regular expression with
+// no required literal that may search a tenant through the trigram index.
+const MaxIndexedBranches = 16
+
+// branches counts the alternatives in re, at every depth.
+func branches(re *syntax.Regexp) int {
+	n := 0
+	if re.Op == syntax.OpAlternate {
+		n = len(re.Sub)
+	}
+	for _, sub := range re.Sub {
+		n += branches(sub)
+	}
+	return n
 }
 
 // requiredLiterals returns literal strings that every match must contain.
