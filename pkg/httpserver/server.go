@@ -81,7 +81,7 @@ type Config struct {
 // operator sets nothing: well above what a few cores and the database pool
 // serve without queueing (docs/decisions.md, "load shedding"), so it only
 // acts past saturation.
-const DefaultMaxConcurrentMCP = 64
+const DefaultMaxConcurrentMCP = 256
 
 // Limits are the rate limits of the mcp bucket, and of the unauthenticated
 // routes that write (sign-in starts, webhooks) per address.

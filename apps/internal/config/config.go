@@ -116,7 +116,7 @@ const (
 	DefaultWorkerConcurrency = 4
 	// DefaultMCPMaxConcurrent is httpserver.DefaultMaxConcurrentMCP
 	// (config does not import the server; TestDefaultsAgree checks it).
-	DefaultMCPMaxConcurrent = 64
+	DefaultMCPMaxConcurrent = 256
 	DefaultSyncInterval     = time.Hour
 )
 

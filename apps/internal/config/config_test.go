@@ -42,7 +42,7 @@ func TestLoadDefaults(t *testing.T) {
 		GitHub:            GitHub{SyncInterval: time.Hour, MembershipRefresh: time.Hour},
 		OAuth:             OAuth{Enabled: true, DynamicRegistration: true},
 		WorkerConcurrency: 4,
-		MCPMaxConcurrent:  64,
+		MCPMaxConcurrent:  256,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", got, want)
