@@ -64,33 +64,24 @@ REVOKE ALL ON FUNCTION search_code_regex(text) FROM PUBLIC;
 --  * otherwise, phase 1: a window of the next chunks of the granted
 --    repositories in id order (twice the page), checked directly, which
 --    answers a common literal long before any trigram bitmap could; phase
---    2, only when the window holds too few matches: spans of buckets of
---    8,192 ids (id >> 13) that grow geometrically — 1, 2, 4, 8, … buckets
---    from the next chunk, the last one ending at the end of the walk —
---    each asking the trigram index code_chunks_tenant_span_trgm (whose
---    second column is the bucket) for the span's own matches, so that the
---    work — the index walk and the recheck of the candidates, each a
---    detoasted chunk — depends on how far the matches are and not on the
---    size of the tenant: a middling query whose matches cluster stops
---    after a few small spans, a rare one reaches the end in about log2 of
---    the buckets statements, and no candidate is rechecked twice (issue
---    11: a jump to the whole rest of the tenant, taken on a yield that
---    assumed uniform density, rechecked 8,365 candidates where 3 buckets
---    held the page). A span names its buckets (an equality each, the
---    index's own kind of probe): a range of the bucket column would be two
---    partial matches, each over the bucket column of the whole table,
---    every tenant's. Between spans, a yield that says the page is near
---    (dense matches) takes a window again. With few repositories each
---    step starts at the next chunk of one of them and the walk ends at
---    their last chunk, so that one repository of many is searched over its
---    own chunks. Each step's matches come after the previous step's
---    (larger ids), so the concatenation is in order.
+--    2, only when the window holds too few matches: the chunks after it a
+--    bucket of 8,192 ids at a time, each bucket asking the trigram index
+--    code_chunks_tenant_span_trgm (whose second column is the bucket) for
+--    its own matches, so that the work — the index walk and the recheck of
+--    the candidates, each a detoasted chunk — depends on the bucket and not
+--    on the size of the tenant; phase 3, when the yield so far says more
+--    than 8 buckets would be needed: the same index for the rest of the
+--    tenant at once (a rare literal, whose candidates are few). With few
+--    repositories each bucket starts at the next chunk of one of them and
+--    the walk ends at their last chunk, so that one repository of many is
+--    searched over its own chunks. Each phase's matches come after the
+--    previous phase's (larger ids), so the concatenation is in order.
 --
 -- Plans are pinned where statistics cannot be trusted (the trigram
 -- selectivity of a pattern is unreliable — a word in 40 % of chunks was
 -- estimated at two rows — and the runtime role cannot ANALYZE): the window
--- is fetched by primary key before any pattern is checked; the span
--- queries switch sequential and plain index scans off for their
+-- is fetched by primary key before any pattern is checked; the bucket and
+-- rest queries switch sequential and plain index scans off for their
 -- statement (scoped to this function by the SET clauses), so they take the
 -- trigram bitmap, and the exact bounds and the repository filter are
 -- applied to the bitmap's rows (outside the CTE), never offered to a btree
@@ -144,12 +135,10 @@ DECLARE
     v_window   integer := greatest(64, 2 * p_limit);
     v_src      text;
     v_window_sql text;
-    v_span_sql text;
+    v_bucket_sql text;
     v_size     integer;
+    v_rest     boolean := false;
     v_bucket   bigint;
-    v_last     bigint;
-    -- Buckets in the next span: doubled after each span.
-    v_span     bigint := 1;
     v_seen     bigint := 0;
     v_matched  bigint := 0;
     v_est      bigint;
@@ -295,11 +284,11 @@ BEGIN
                      CROSS JOIN LATERAL (SELECT f.path FROM public.code_files f
                                          WHERE f.tenant_id = $1 AND f.id = c.file_id OFFSET 0) f
                      WHERE ($7::text IS NULL OR f.path LIKE $7) %s ORDER BY c.id LIMIT $5)', v_src, v_pats);
-    -- A span's candidates ($4: its buckets; $3: the position).
-    v_span_sql := format('WITH s AS MATERIALIZED (
-            SELECT c.id, c.repository_id, c.file_id FROM unnest($4::bigint[]) AS b(k)
-            CROSS JOIN LATERAL (SELECT c.id, c.repository_id, c.file_id FROM public.code_chunks c
-                                WHERE c.tenant_id = $1 AND (c.id >> 13) = b.k %s OFFSET 0) c)
+    -- A bucket's candidates ($4: the bucket; $3: the position), or with no
+    -- bucket the rest of the tenant's.
+    v_bucket_sql := format('WITH s AS MATERIALIZED (
+            SELECT c.id, c.repository_id, c.file_id FROM public.code_chunks c
+            WHERE c.tenant_id = $1 AND ($4::bigint IS NULL OR (c.id >> 13) = $4) %s)
         SELECT ARRAY(SELECT s.id FROM s
             WHERE s.id > $3 AND s.repository_id = ANY($2)
               AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM public.code_files f
@@ -335,20 +324,22 @@ BEGIN
                 EXIT; -- no chunk of the repositories after v_lo
             END IF;
             v_seen := v_seen + (v_hi - v_lo);
-        ELSE
-            -- A span of v_span buckets from the next chunk's, the last one
-            -- ending with the walk.
-            v_last := least(v_bucket + v_span - 1, v_end >> 13);
+        ELSIF v_rest THEN
             PERFORM set_config('enable_seqscan', 'off', true);
             PERFORM set_config('enable_indexscan', 'off', true);
-            EXECUTE v_span_sql INTO v_found
-                USING v_tenant, p_repo_ids, v_lo, ARRAY(SELECT generate_series(v_bucket, v_last)), v_need, p_patterns,
-                      v_prefix, NULL::integer, v_regex;
+            EXECUTE v_bucket_sql INTO v_found
+                USING v_tenant, p_repo_ids, v_lo, NULL::bigint, v_need, p_patterns, v_prefix, NULL::integer, v_regex;
+            v_ids := v_ids || v_found;
+            EXIT;
+        ELSE
+            PERFORM set_config('enable_seqscan', 'off', true);
+            PERFORM set_config('enable_indexscan', 'off', true);
+            EXECUTE v_bucket_sql INTO v_found
+                USING v_tenant, p_repo_ids, v_lo, v_bucket, v_need, p_patterns, v_prefix, NULL::integer, v_regex;
             PERFORM set_config('enable_seqscan', 'on', true);
             PERFORM set_config('enable_indexscan', 'on', true);
-            v_hi := ((v_last + 1) << 13) - 1;
+            v_hi := ((v_bucket + 1) << 13) - 1;
             v_seen := v_seen + (v_hi - v_lo);
-            v_span := 2 * v_span;
         END IF;
         v_n := coalesce(array_length(v_found, 1), 0);
         v_ids := v_ids || v_found;
@@ -357,13 +348,15 @@ BEGIN
         v_lo := v_hi;
         -- The next step, from the yield so far: the ids the rest of the
         -- page needs, with a quarter to spare. Dense matches: another
-        -- window of that many chunks (cheaper than a span's candidates);
-        -- otherwise the next span. The yield never chooses a span's size:
-        -- matches cluster (a package, a file), so a uniform estimate from
-        -- a sparse start would overshoot the page by far.
+        -- window of that many chunks (cheaper than a bucket's candidates);
+        -- sparse ones: a bucket; so sparse that more than 8 buckets would
+        -- be needed, and more than 8 remain: the rest at once.
         v_est := CASE WHEN v_matched = 0 THEN NULL ELSE v_seen * v_need * 5 / (4 * v_matched) END;
         v_size := CASE WHEN v_est <= 2048 THEN greatest(v_window / 2, v_est)::integer END;
+        v_rest := v_seen >= 8192 AND (v_est IS NULL OR v_est > 8 * 8192) AND (v_end >> 13) - ((v_lo + 1) >> 13) > 8;
     END LOOP;
+    PERFORM set_config('enable_seqscan', 'on', true);
+    PERFORM set_config('enable_indexscan', 'on', true);
     RETURN QUERY EXECUTE v_rows_sql USING v_tenant, v_ids;
 END
 $fn$;

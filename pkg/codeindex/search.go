@@ -23,11 +23,10 @@ import (
 // translation (Plan.Regex, Plan.Tight); any other regular expression's
 // candidates are looser (7 to 36 per match measured with literals alone),
 // so its rounds are DefaultBatch from the start. Since that function
-// walks only as far as it must (windows, then spans of buckets of the span
-// index that double in size), a small first round costs a fraction of a
-// full one; while every round searched the whole tenant, small rounds were
-// dearer, which is why the batch used to be fixed at 200
-// (docs/benchmarks.md, issue 11).
+// walks only as far as it must (windows, then one bucket of the span index
+// at a time), a small first round costs a fraction of a full one; while
+// every round searched the whole tenant, small rounds were dearer, which
+// is why the batch used to be fixed at 200 (docs/benchmarks.md, issue 11).
 //
 // The budget decides between rounds; the deadline is carried by the
 // context of every round's query, so a round that starts just inside the
