@@ -23,21 +23,23 @@ import (
 // 40 % of chunks), a middling one (5 %) and a rare one (0.2 %).
 func seedCode(t testing.TB, env *pgtest.Env, slug string, repos, files int) (tenant string, repoIDs []int64) {
 	t.Helper()
-	return seedCodeSpread(t, env, slug, repos, files, false)
+	return seedCodeSpread(t, env, slug, repos, files, 0)
 }
 
 // spanBucket is the number of chunk ids in a bucket of
 // code_chunks_tenant_span_trgm (id >> 13).
 const spanBucket = 8192
 
-// seedCodeSpread is seedCode; with spread, each repository's chunks start
-// 100 ids before a multiple of three buckets (the ids in between are never
-// used), so that the repositories straddle bucket boundaries and the
-// tenant spans many buckets, and the chunks next to a bucket boundary (ids
-// ≡ -2, -1, 0, 1 mod spanBucket) and every 97th chunk also contain
-// "edge_marker()": a sparse pattern whose matches sit where the search
-// hands over from one bucket to the next.
-func seedCodeSpread(t testing.TB, env *pgtest.Env, slug string, repos, files int, spread bool) (tenant string, repoIDs []int64) {
+// seedCodeSpread is seedCode; with a spacing (in buckets; 0: none), each
+// repository's chunks start 100 ids before a multiple of spacing buckets
+// (the ids in between are never used), so that the repositories straddle
+// bucket boundaries and the tenant spans many buckets (spacing 1: every
+// bucket boundary of the tenant has chunks on both sides), and the chunks
+// next to a bucket boundary (ids ≡ -2, -1, 0, 1 mod spanBucket) and every
+// 97th chunk also contain "edge_marker()": a sparse pattern whose matches
+// sit where the search hands over from one bucket, or span of buckets, to
+// the next.
+func seedCodeSpread(t testing.TB, env *pgtest.Env, slug string, repos, files, spacing int) (tenant string, repoIDs []int64) {
 	t.Helper()
 	ctx := context.Background()
 	err := env.Admin.Pool.QueryRow(ctx, `INSERT INTO tenants (slug, name) VALUES ($1, $1) RETURNING id`, slug).Scan(&tenant)
@@ -52,9 +54,9 @@ func seedCodeSpread(t testing.TB, env *pgtest.Env, slug string, repos, files int
 				return err
 			}
 			repoIDs = append(repoIDs, id)
-			if spread {
+			if spacing > 0 {
 				if _, err := postgres.Raw(tx).Exec(ctx, `SELECT setval(pg_get_serial_sequence('code_chunks', 'id'),
-					((nextval(pg_get_serial_sequence('code_chunks', 'id')) + 101) / $1 + 1) * $1 - 101)`, 3*spanBucket); err != nil {
+					((nextval(pg_get_serial_sequence('code_chunks', 'id')) + 101) / $1 + 1) * $1 - 101)`, spacing*spanBucket); err != nil {
 					return err
 				}
 			}
@@ -74,7 +76,7 @@ func seedCodeSpread(t testing.TB, env *pgtest.Env, slug string, repos, files int
 				return err
 			}
 		}
-		if spread {
+		if spacing > 0 {
 			_, err := postgres.Raw(tx).Exec(ctx, `UPDATE code_chunks SET content = content || E'\nedge_marker()'
 				WHERE tenant_id = $1 AND ((id + 2) % $2 < 4 OR id % 97 = 0)`, tenant, spanBucket)
 			return err
@@ -113,45 +115,74 @@ func TestSearchCandidatesMatchesReference(t *testing.T) {
 // and spread over many buckets, with pages of every small size (so that
 // each step ends at many different places) and from every position around
 // each bucket boundary: a step that skips or repeats the chunk at its
-// border by even one id shows.
+// border by even one id shows. On the packed tenant every bucket boundary
+// has chunks, so every bucket step ends between two of them (its last two
+// ids and the next bucket's first two all match edge_marker), and pages
+// of several sizes from every position near every boundary end steps one
+// bucket on, two, several.
+//
+// Under -short every branch, limit and position still runs, but a paged
+// case stops after 40 pages (compared with the reference's first ones):
+// the dense patterns with pages of one or two chunks were most of the
+// time, and their first 40 pages already cross a repository's boundary.
 func TestSearchCandidatesHandoffs(t *testing.T) {
 	env := pgtest.New(t)
-	ctx := context.Background()
-	tenant, repos := seedCodeSpread(t, env, "spread", 12, 100, true)
-	many, manyRepos := seedCodeSpread(t, env, "many", 70, 5, true) // more repositories than get per-repository windows
+	tenant, repos := seedCodeSpread(t, env, "spread", 12, 100, 3)
+	many, manyRepos := seedCodeSpread(t, env, "many", 70, 5, 3) // more repositories than get per-repository windows
+	packed, packedRepos := seedCodeSpread(t, env, "packed", 12, 100, 1)
+	pages := 0
+	if testing.Short() {
+		pages = 40
+	}
 	sets := []repoSet{{"one repository", repos[4:5]}, {"two apart", []int64{repos[2], repos[9]}}, {"twelve repositories", repos}}
 	pats := [][]string{{"edge_marker"}, {"common"}, {"middleword"}, {"needle_rare"}}
-	checkCandidates(t, env, tenant, sets, pats, []string{"", "src/"}, []int{1, 2, 3, 5, 8, 13, 32, 200})
-	checkCandidates(t, env, many, []repoSet{{"seventy repositories", manyRepos}, {"sixty-nine", manyRepos[1:]}}, pats, []string{""}, []int{1, 3, 32, 200})
+	checkCandidatesPages(t, env, tenant, sets, pats, []string{"", "src/"}, []int{1, 2, 3, 5, 8, 13, 32, 200}, pages)
+	checkCandidatesPages(t, env, many, []repoSet{{"seventy repositories", manyRepos}, {"sixty-nine", manyRepos[1:]}}, pats, []string{""}, []int{1, 3, 32, 200}, pages)
 	dense, denseRepos := seedCode(t, env, "dense", 70, 8) // id-range windows back to back
-	checkCandidates(t, env, dense, []repoSet{{"seventy dense repositories", denseRepos}, {"every other", everyOther(denseRepos)}}, pats[1:], []string{""}, []int{1, 2, 3, 5, 8, 32})
+	checkCandidatesPages(t, env, dense, []repoSet{{"seventy dense repositories", denseRepos}, {"every other", everyOther(denseRepos)}}, pats[1:], []string{""}, []int{1, 2, 3, 5, 8, 32}, pages)
+	packedSets := []repoSet{{"twelve packed repositories", packedRepos}, {"packed two apart", []int64{packedRepos[1], packedRepos[7]}}}
+	checkCandidatesPages(t, env, packed, packedSets, [][]string{{"edge_marker"}, {"needle_rare"}}, []string{""}, []int{1, 3, 8, 32, 200}, pages)
 
+	checkAroundBoundaries(t, env, tenant, sets, pats, []int{3}, false)
+	checkAroundBoundaries(t, env, packed, packedSets, [][]string{{"edge_marker"}, {"needle_rare"}}, []int{1, 3, 8, 32}, true)
+}
+
+// checkAroundBoundaries asks for one page from every position from 3
+// before to 3 after each bucket boundary, for every set, pattern and limit
+// (with regex, a single pattern also as a regex alone), and compares it
+// with the reference.
+func checkAroundBoundaries(t *testing.T, env *pgtest.Env, tenant string, sets []repoSet, pats [][]string, limits []int, regex bool) {
+	t.Helper()
+	ctx := context.Background()
 	all := referenceChunks(t, env, tenant)
 	for _, set := range sets {
 		for _, pat := range pats {
 			want := matching(all, set.ids, pat, "")
+			filters := filtersFor(t, pat)
+			if !regex {
+				filters = filters[:1]
+			}
 			for _, c := range all {
 				if (c.id+3)%spanBucket > 6 {
 					continue
 				}
-				// Every position from 3 before to 3 after a boundary.
 				after := c.id
-				var next []int64
-				for _, id := range want {
-					if id > after && len(next) < 3 {
-						next = append(next, id)
+				i, _ := slices.BinarySearch(want, after+1)
+				for _, limit := range limits {
+					next := want[i:min(len(want), i+limit)]
+					for _, f := range filters {
+						cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, set.ids, f.likes, f.regex, "", after, limit)
+						if err != nil {
+							t.Fatal(err)
+						}
+						var got []int64
+						for _, c := range cands {
+							got = append(got, c.ChunkID)
+						}
+						if !slices.Equal(got, next) {
+							t.Errorf("%s/%v/regex=%q after %d, limit %d: got %v, want %v", set.name, pat, f.regex, after, limit, head(got), head(next))
+						}
 					}
-				}
-				cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, set.ids, likes(pat), "", "", after, 3)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []int64
-				for _, c := range cands {
-					got = append(got, c.ChunkID)
-				}
-				if !slices.Equal(got, next) {
-					t.Errorf("%s/%v after %d: got %v, want %v", set.name, pat, after, got, next)
 				}
 			}
 		}
@@ -242,23 +273,41 @@ func literalARE(t *testing.T, p string) string {
 	return are
 }
 
+// filter is how a case is given to search_code_candidates: ILIKE
+// patterns, or a regex alone.
+type filter struct {
+	likes []string
+	regex string
+}
+
+// filtersFor gives pats as ILIKE patterns and, when there is one, also as
+// a regex alone (the same chunks).
+func filtersFor(t *testing.T, pats []string) []filter {
+	t.Helper()
+	filters := []filter{{likes: likes(pats)}}
+	if len(pats) == 1 {
+		filters = append(filters, filter{regex: literalARE(t, pats[0])})
+	}
+	return filters
+}
+
 // checkCandidates pages through search_code_candidates for every
 // combination and compares the ids with the reference; a single pattern
 // is also given as a regex alone.
 func checkCandidates(t *testing.T, env *pgtest.Env, tenant string, sets []repoSet, pats [][]string, prefixes []string, limits []int) {
 	t.Helper()
+	checkCandidatesPages(t, env, tenant, sets, pats, prefixes, limits, 0)
+}
+
+// checkCandidatesPages is checkCandidates; with pages > 0 each case stops
+// after that many pages and is compared with as much of the reference.
+func checkCandidatesPages(t *testing.T, env *pgtest.Env, tenant string, sets []repoSet, pats [][]string, prefixes []string, limits []int, pages int) {
+	t.Helper()
 	ctx := context.Background()
 	all := referenceChunks(t, env, tenant)
-	type filter struct {
-		likes []string
-		regex string
-	}
 	for _, set := range sets {
 		for _, pat := range pats {
-			filters := []filter{{likes: likes(pat)}}
-			if len(pat) == 1 {
-				filters = append(filters, filter{regex: literalARE(t, pat[0])})
-			}
+			filters := filtersFor(t, pat)
 			for _, prefix := range prefixes {
 				if pat == nil && prefix == "" && len(set.ids) > 1 {
 					continue // refused before the database unless scoped to a repository
@@ -269,7 +318,12 @@ func checkCandidates(t *testing.T, env *pgtest.Env, tenant string, sets []repoSe
 						name := fmt.Sprintf("%s/%v/regex=%q/prefix=%q/limit=%d", set.name, pat, f.regex, prefix, limit)
 						var got []int64
 						after := int64(0)
+						want := want
 						for page := 0; page < 5000; page++ {
+							if pages > 0 && page == pages {
+								want = want[:min(len(want), len(got))]
+								break
+							}
 							cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, set.ids, f.likes, f.regex, prefix, after, limit)
 							if err != nil {
 								t.Fatalf("%s: %v", name, err)
@@ -299,8 +353,8 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a, aRepos := seedCode(t, env, "alpha", 2, 20)
-	_, bRepos := seedCodeSpread(t, env, "bravo", 10, 20, true) // over many buckets: every phase runs
-	_, cRepos := seedCode(t, env, "charlie", 70, 2)            // more repositories than get per-repository windows
+	_, bRepos := seedCodeSpread(t, env, "bravo", 10, 20, 3) // over many buckets: every phase runs
+	_, cRepos := seedCode(t, env, "charlie", 70, 2)         // more repositories than get per-repository windows
 	for _, tc := range []struct {
 		repos    []int64
 		patterns []string
@@ -350,7 +404,7 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 func TestSearchCandidatesPlans(t *testing.T) {
 	env := pgtest.New(t)
 	tenant, repos := seedCode(t, env, "code", 12, 200)
-	spread, spreadRepos := seedCodeSpread(t, env, "spread", 12, 100, true)
+	spread, spreadRepos := seedCodeSpread(t, env, "spread", 12, 100, 3)
 	many, manyRepos := seedCode(t, env, "many", 70, 5)
 	conn, plans := explainConn(t, env)
 	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32, $4)`

@@ -29,3 +29,7 @@ func ReadTenantTimeout(ctx context.Context, db *DB, tenantID string, timeout tim
 // IsQueryCanceled exposes the SQLSTATE classification of a cancelled
 // statement.
 var IsQueryCanceled = isQueryCanceled
+
+// Expand exposes the substitution of role names into policy SQL, for the
+// benchmark that applies other versions of policies/search.sql.
+var Expand = expand
