@@ -59,9 +59,26 @@ func ARE(re *syntax.Regexp) (are string, exact, ok bool) {
 	if n.nullable || len(n.s) > MaxARE {
 		return "", false, false
 	}
-	// Unanchored: a leading or trailing "anything" adds nothing.
-	s := strings.TrimSuffix(strings.TrimPrefix(n.s, anyLine), anyLine)
+	// Unanchored: a leading or trailing "anything" adds nothing. Only a
+	// real one is trimmed: not the "*" of an escaped dot ("\\.*"), not one
+	// that a quantifier follows.
+	s := n.s
+	if rest, ok := strings.CutPrefix(s, anyLine); ok && (rest == "" || !strings.ContainsRune("*+?{", rune(rest[0]))) {
+		s = rest
+	}
+	if rest, ok := strings.CutSuffix(s, anyLine); ok && trailingBackslashes(rest)%2 == 0 {
+		s = rest
+	}
 	return "(?n)" + s, t.exact, true
+}
+
+// trailingBackslashes counts the backslashes that end s.
+func trailingBackslashes(s string) int {
+	n := 0
+	for n < len(s) && s[len(s)-1-n] == '\\' {
+		n++
+	}
+	return n
 }
 
 // anyLine is "anything on the line" in newline-sensitive mode.

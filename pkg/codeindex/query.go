@@ -113,7 +113,12 @@ func NewPlan(query string, isRegex, caseSensitive bool) (Plan, error) {
 	// needs a repository or a path, as before.
 	simple := withFlags.Simplify()
 	standsAlone := indexable(simple) && branches(simple) <= MaxIndexedBranches
-	if are, exact, ok := ARE(withFlags); ok && (len(keep) > 0 || standsAlone) {
+	are, exact, ok := ARE(withFlags)
+	// Nor a long one: bounded repeats of classes ([0-9a-f]{0,60}) grow
+	// the trigram graph past pg_trgm's limits too, which then takes
+	// every chunk as a candidate.
+	standsAlone = standsAlone && len(are) <= MaxStandaloneARE
+	if ok && (len(keep) > 0 || standsAlone) {
 		plan.Regex = are
 		plan.Tight = exact
 	}
@@ -123,6 +128,10 @@ func NewPlan(query string, isRegex, caseSensitive bool) (Plan, error) {
 // MaxIndexedBranches bounds the alternatives of a regular expression with
 // no required literal that may search a tenant through the trigram index.
 const MaxIndexedBranches = 16
+
+// MaxStandaloneARE bounds the translation of a regular expression with no
+// required literal that may search through the trigram index alone.
+const MaxStandaloneARE = 256
 
 // branches counts the alternatives in re, at every depth.
 func branches(re *syntax.Regexp) int {

@@ -7,9 +7,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+	"github.com/codelotse/codelotse/pkg/ratelimit"
 )
 
 // TestOneRoundTripPerRequest (issue 11): once a token has been accepted, a
@@ -79,6 +81,25 @@ func TestOneRoundTripPerRequest(t *testing.T) {
 		t.Errorf("/t/other/mcp: %d, want 401", rec.Code)
 	}
 	path = "/mcp"
+	// What cannot be a slug is no tenant, answered before any lookup,
+	// with no metadata to point to (a NUL byte used to reach PostgreSQL
+	// as the resource and come back as a 503).
+	for _, bad := range []string{"/t/%00/mcp", "/t/%C3%28/mcp", "/t/ACME/mcp"} {
+		req := httptest.NewRequest(http.MethodPost, bad, strings.NewReader(getRules))
+		for k, v := range mcpRequest(m.Secret, nil).Header {
+			req.Header[k] = v
+		}
+		before := env.App.Acquires()
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		// (A NUL byte or bad UTF-8 in the path is refused as bad input,
+		// 400, before any route.)
+		refused := rec.Code == http.StatusUnauthorized || rec.Code == http.StatusBadRequest && bad != "/t/ACME/mcp"
+		if !refused || strings.Contains(rec.Header().Get("WWW-Authenticate"), "resource_metadata") || env.App.Acquires() != before {
+			t.Errorf("%s: %d, WWW-Authenticate %q, %d round trips; want 401 (or 400), no metadata, none",
+				bad, rec.Code, rec.Header().Get("WWW-Authenticate"), env.App.Acquires()-before)
+		}
+	}
 
 	// Access to acme/web is removed between two requests: the next answer
 	// is computed on the new grants.
@@ -102,5 +123,36 @@ func TestOneRoundTripPerRequest(t *testing.T) {
 		if rec.Code != http.StatusUnauthorized || strings.Contains(rec.Body.String(), "acme/") {
 			t.Fatalf("after revocation: %d %s", rec.Code, rec.Body)
 		}
+	}
+}
+
+// TestLimitedYetRevoked: a 429 is the one answer that leaves without a
+// tool's read to confirm the cached facts, so a limited request of a
+// token accepted a moment ago looks the token up first: once revoked, it
+// is refused (401), not told to retry.
+func TestLimitedYetRevoked(t *testing.T) {
+	env := pgtest.New(t)
+	m := seedMember(t, env, "acme/api")
+	srv, _ := quietServer(t, env, func(c *Config) {
+		c.Limiter = ratelimit.NewMemory()
+		c.Limits.PerToken = ratelimit.Rule{Limit: 2, Period: time.Hour}
+	})
+	call := func() int {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, mcpRequest(m.Secret, nil))
+		return rec.Code
+	}
+	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {
+		if got := call(); got != want {
+			t.Fatalf("request %d: %d, want %d", i+1, got, want)
+		}
+	}
+	if err := env.App.InTenant(context.Background(), m.TenantID, func(tx *postgres.Tx) error {
+		return tx.RevokeToken(context.Background(), m.TokenID, "", postgres.Actor{Label: "test"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := call(); got != http.StatusUnauthorized {
+		t.Errorf("limited and revoked: %d, want 401", got)
 	}
 }

@@ -115,6 +115,15 @@ func (s *Server) mcpPost(c echo.Context) error {
 		// digest does not change between passes).
 		if pass == 1 {
 			if d := s.limit(c, "token:"+res.Digest, s.cfg.Limits.PerToken); !d.Allowed {
+				if pending != nil {
+					// A 429 leaves without a tool's answer, so nothing
+					// would confirm the cached facts: look the token up
+					// now, so that a refusal still comes first.
+					if fresh, _, ferr := s.authenticate(c, false); ferr != nil || fresh.Failure != nil {
+						res, pending, err = fresh, nil, ferr
+						continue // answered above: 503 or the refusal
+					}
+				}
 				s.tel.Limited(r.Context(), "token")
 				return tooManyRequests(c, d)
 			}

@@ -71,6 +71,11 @@ func (s *Server) authenticate(c echo.Context, ahead bool) (res authn.Result, p *
 	h := c.Request().Header.Get("Authorization")
 	resource := s.cfg.PublicURL + "/mcp"
 	slug, _ := c.Get(keyEndpointSlug).(string)
+	if slug != "" && !postgres.ValidSlug(slug) {
+		// Not even the shape of a slug: no tenant, no lookup, no metadata.
+		c.Set(keyEndpointSlug, "")
+		return authn.Result{Failure: &authn.Failure{Reason: "unknown_tenant"}}, nil, nil
+	}
 	if slug != "" {
 		resource = s.resource(slug)
 	}

@@ -14,6 +14,11 @@ import (
 // slugPattern is the CHECK of tenants.slug (migration 0001).
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
+// ValidSlug reports whether s has the shape of a tenant slug; nothing else
+// can name a tenant (and a URL's slug can hold anything, even a NUL byte,
+// which PostgreSQL refuses in text).
+func ValidSlug(s string) bool { return slugPattern.MatchString(s) }
+
 // TenantIDBySlug resolves a slug through the auth.signin function, the one
 // cross-tenant read allowed before a tenant is known.
 func (db *DB) TenantIDBySlug(ctx context.Context, slug string) (_ string, err error) {
