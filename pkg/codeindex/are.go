@@ -55,30 +55,56 @@ const maxClassRanges = 32
 // exactly when some line of it matches.
 func ARE(re *syntax.Regexp) (are string, exact, ok bool) {
 	t := &areWriter{exact: true}
-	n := t.node(re.Simplify())
+	re = re.Simplify()
+	var n areNode
+	s := ""
+	if re.Op == syntax.OpConcat {
+		// Unanchored: a leading or trailing "anything on the line" adds
+		// nothing, so those parts are left out (whole parts, never text:
+		// the "*" of an escaped dot, "\\.*", is not one).
+		parts := t.parts(re)
+		n = join(parts)
+		for len(parts) > 0 && parts[0].any {
+			parts = parts[1:]
+		}
+		for len(parts) > 0 && parts[len(parts)-1].any {
+			parts = parts[:len(parts)-1]
+		}
+		s = join(parts).s
+	} else {
+		n = t.node(re)
+		s = n.s
+	}
 	if n.nullable || len(n.s) > MaxARE {
 		return "", false, false
-	}
-	// Unanchored: a leading or trailing "anything" adds nothing. Only a
-	// real one is trimmed: not the "*" of an escaped dot ("\\.*"), not one
-	// that a quantifier follows.
-	s := n.s
-	if rest, ok := strings.CutPrefix(s, anyLine); ok && (rest == "" || !strings.ContainsRune("*+?{", rune(rest[0]))) {
-		s = rest
-	}
-	if rest, ok := strings.CutSuffix(s, anyLine); ok && trailingBackslashes(rest)%2 == 0 {
-		s = rest
 	}
 	return "(?n)" + s, t.exact, true
 }
 
-// trailingBackslashes counts the backslashes that end s.
-func trailingBackslashes(s string) int {
-	n := 0
-	for n < len(s) && s[len(s)-1-n] == '\\' {
-		n++
+// parts translates the subexpressions of a concatenation, a run of
+// "anything on the line" folded into one.
+func (t *areWriter) parts(re *syntax.Regexp) []areNode {
+	var out []areNode
+	for _, sub := range re.Sub {
+		n := t.node(sub)
+		if n.any && len(out) > 0 && out[len(out)-1].any {
+			continue
+		}
+		out = append(out, n)
 	}
-	return n
+	return out
+}
+
+// join is the concatenation of translated parts.
+func join(parts []areNode) areNode {
+	var b strings.Builder
+	nullable, zeroWidth := true, true
+	for _, n := range parts {
+		b.WriteString(n.s)
+		nullable = nullable && n.nullable
+		zeroWidth = zeroWidth && n.zeroWidth
+	}
+	return areNode{s: b.String(), nullable: nullable, zeroWidth: zeroWidth, any: b.String() == anyLine}
 }
 
 // anyLine is "anything on the line" in newline-sensitive mode.
@@ -144,7 +170,8 @@ func (t *areWriter) node(re *syntax.Regexp) areNode {
 			return areNode{nullable: true, zeroWidth: true}
 		}
 		op := map[syntax.Op]string{syntax.OpStar: "*", syntax.OpPlus: "+", syntax.OpQuest: "?"}[re.Op]
-		return areNode{s: group(sub.s) + op, nullable: re.Op != syntax.OpPlus || sub.nullable}
+		q := group(sub.s) + op
+		return areNode{s: q, nullable: re.Op != syntax.OpPlus || sub.nullable, any: q == anyLine}
 	case syntax.OpRepeat:
 		// Simplify expands repeats; should one remain, ARE's bounds stop
 		// at 255.
@@ -158,19 +185,7 @@ func (t *areWriter) node(re *syntax.Regexp) areNode {
 		}
 		return areNode{s: group(sub.s) + bound, nullable: re.Min == 0 || sub.nullable}
 	case syntax.OpConcat:
-		var b strings.Builder
-		nullable, zeroWidth, prevAny := true, true, false
-		for _, sub := range re.Sub {
-			n := t.node(sub)
-			if n.any && prevAny {
-				continue
-			}
-			prevAny = n.any
-			b.WriteString(n.s)
-			nullable = nullable && n.nullable
-			zeroWidth = zeroWidth && n.zeroWidth
-		}
-		return areNode{s: b.String(), nullable: nullable, zeroWidth: zeroWidth, any: b.String() == anyLine}
+		return join(t.parts(re))
 	case syntax.OpAlternate:
 		parts := make([]string, len(re.Sub))
 		nullable, zeroWidth := false, true
