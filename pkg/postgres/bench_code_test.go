@@ -100,14 +100,7 @@ type codeBenchFixture struct {
 // writes them), which is much faster than indexing five times.
 func codeBenchSetup(b testing.TB) *codeBenchFixture {
 	b.Helper()
-	div := 10
-	if v := os.Getenv("BIGTENANT_DIV"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("BIGTENANT_DIV=%q: want a positive integer", v)
-		}
-		div = n
-	}
+	div := pgtest.Div(b)
 	tree := pgtest.CodeTree(b)
 	ctx := context.Background()
 	start := time.Now()

@@ -2,9 +2,7 @@ package postgres_test
 
 import (
 	"context"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -22,14 +20,7 @@ import (
 //
 //	BIGTENANT_DIV=1 go test ./pkg/postgres -run '^$' -bench SearchFindingsBigTenant -benchtime 40x -timeout 30m
 func BenchmarkSearchFindingsBigTenant(b *testing.B) {
-	div := 10
-	if v := os.Getenv("BIGTENANT_DIV"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("BIGTENANT_DIV=%q: want a positive integer", v)
-		}
-		div = n
-	}
+	div := pgtest.Div(b)
 	env := pgtest.New(b)
 	ctx := context.Background()
 	start := time.Now()

@@ -3,6 +3,9 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +24,21 @@ type BigTenant struct {
 
 // FullSize is the big tenant at full size.
 var FullSize = BigTenant{Repositories: 3000, PullRequests: 30000, Findings: 400000, MemberGrants: 2000}
+
+// Div is the big-tenant benchmarks' size divisor, BIGTENANT_DIV (1: full
+// size; default 10).
+func Div(tb testing.TB) int {
+	tb.Helper()
+	v := os.Getenv("BIGTENANT_DIV")
+	if v == "" {
+		return 10
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		tb.Fatalf("BIGTENANT_DIV=%q: want a positive integer", v)
+	}
+	return n
+}
 
 // Scaled returns FullSize divided by div (1 is full size).
 func Scaled(div int) BigTenant {
