@@ -341,14 +341,19 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // authenticates again and serves the request anew.
 func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request, c Caller, body []byte) error {
 	if c.Confirm == nil {
-		e.serve(w, r, c, body)
+		e.serve(w, r, c, body, false)
 		return nil
 	}
 	// Everything, protocol errors included, waits for the confirmation:
 	// a request of a token revoked a moment ago is answered 401 by the
-	// edge, never with what its provisional caller could see.
-	held := &answer{header: http.Header{}, limit: MaxAnswerBytes + 4<<10}
-	e.serve(held, r, c, body)
+	// edge, never with what its provisional caller could see. The answer
+	// is held where the transport wrote it; the small error answers of
+	// the endpoint itself are written to a buffer of their own.
+	errs := &answer{header: http.Header{}, limit: 64 << 10}
+	held := e.serve(errs, r, c, body, true)
+	if held == nil {
+		held = errs
+	}
 	if err := c.Confirm(r.Context()); err != nil {
 		if errors.Is(err, ErrCallerChanged) {
 			return err
@@ -362,17 +367,20 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request, c Caller, body 
 	return nil
 }
 
-func (e *Endpoint) serve(w http.ResponseWriter, r *http.Request, c Caller, body []byte) {
+// serve serves the message. With hold, the transport's answer is not
+// written but returned (nil when the endpoint answered an error to w
+// itself), for Serve to release once the caller is confirmed.
+func (e *Endpoint) serve(w http.ResponseWriter, r *http.Request, c Caller, body []byte, hold bool) *answer {
 	if len(body) > MaxMessageBytes {
 		writeError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, "Request body too large: the limit is 1 MiB.")
-		return
+		return nil
 	}
 	// A wrong Content-Type: the SDK would answer 415 in plain text; a
 	// client's mistake gets a JSON-RPC 400 like every other protocol error
 	// (docs/decisions.md, "Issue 9").
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Invalid request: Content-Type must be application/json.")
-		return
+		return nil
 	}
 	m, perr := readMessage(body, r.Header)
 	method := m.method()
@@ -397,7 +405,7 @@ func (e *Endpoint) serve(w http.ResponseWriter, r *http.Request, c Caller, body 
 			op.ErrorType = strconv.Itoa(perr.status)
 		}
 		writeError(w, perr.status, m.ID, perr.code, perr.message)
-		return
+		return nil
 	}
 
 	// One allocation holds the answer and what the handlers saw of it.
@@ -422,7 +430,7 @@ func (e *Endpoint) serve(w http.ResponseWriter, r *http.Request, c Caller, body 
 		e.deps.Logger.Error("MCP answer exceeded its bound; refused", "method", op.Method, "limit", MaxAnswerBytes)
 		op.ErrorType = strconv.Itoa(jsonrpc.CodeInternalError)
 		writeError(w, http.StatusInternalServerError, m.ID, jsonrpc.CodeInternalError, "Internal error: the answer was too large. The failure was logged.")
-		return
+		return nil
 	case ans.status >= 400 && !strings.HasPrefix(ans.header.Get("Content-Type"), "application/json"):
 		// The transport refused the message in plain text for a reason the
 		// checks above do not know (a newer SDK's rule): still the
@@ -431,7 +439,7 @@ func (e *Endpoint) serve(w http.ResponseWriter, r *http.Request, c Caller, body 
 		e.deps.Logger.Warn("the MCP transport refused a message", "method", op.Method, "status", ans.status, "reason", strings.TrimSpace(ans.body.String()))
 		op.ErrorType = strconv.Itoa(ans.status)
 		writeError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidRequest, "Invalid request: the message was refused by the MCP transport.")
-		return
+		return nil
 	case ans.status >= 400:
 		op.ErrorType = strconv.Itoa(ans.status)
 	case out.code == CodeUnavailable:
@@ -440,7 +448,7 @@ func (e *Endpoint) serve(w http.ResponseWriter, r *http.Request, c Caller, body 
 		op.ErrorType = strconv.Itoa(CodeUnavailable)
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, m.ID, CodeUnavailable, UnavailableMessage)
-		return
+		return nil
 	case out.seen:
 		op.ErrorType = out.errorType()
 	case ans.body.Len() > 0:
@@ -450,7 +458,11 @@ func (e *Endpoint) serve(w http.ResponseWriter, r *http.Request, c Caller, body 
 		// error code. A success always passes a handler.
 		op.ErrorType = errorCodeOf(ans.body.Bytes())
 	}
+	if hold {
+		return ans
+	}
 	ans.writeTo(w)
+	return nil
 }
 
 // needed are the tools a message needs registered: every tool for
