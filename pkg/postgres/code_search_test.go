@@ -353,8 +353,13 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a, aRepos := seedCode(t, env, "alpha", 2, 20)
-	_, bRepos := seedCodeSpread(t, env, "bravo", 10, 20, 3) // over many buckets: every phase runs
+	b, bRepos := seedCodeSpread(t, env, "bravo", 10, 20, 3) // over many buckets: every phase runs
 	_, cRepos := seedCode(t, env, "charlie", 70, 2)         // more repositories than get per-repository windows
+	// The control: as its own tenant, bravo finds chunks with the regex.
+	const otherRegex = "(?n)(?:func|needle_rare|MiddleWord|edge_marker)"
+	if cands, err := env.App.Tenant(b).SearchCandidates(ctx, bRepos, nil, otherRegex, "", 0, 100); err != nil || len(cands) == 0 {
+		t.Fatalf("bravo's own search with the regex: %d candidates, %v", len(cands), err)
+	}
 	for _, tc := range []struct {
 		repos    []int64
 		patterns []string
@@ -372,13 +377,17 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 		{cRepos, []string{"%func%"}, ""},
 		{cRepos, []string{`%needle\_rare%`}, ""},
 	} {
-		for _, limit := range []int{1, 100} {
-			cands, err := env.App.Tenant(a).SearchCandidates(ctx, tc.repos, tc.patterns, "", tc.prefix, 0, limit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(cands) != 0 {
-				t.Errorf("tenant alpha with another tenant's repositories %v, %v, %q: %d candidates", tc.repos, tc.patterns, tc.prefix, len(cands))
+		// Each also with a regex prefilter that matches the other
+		// tenant's chunks (alone when there are no patterns).
+		for _, regex := range []string{"", otherRegex} {
+			for _, limit := range []int{1, 100} {
+				cands, err := env.App.Tenant(a).SearchCandidates(ctx, tc.repos, tc.patterns, regex, tc.prefix, 0, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(cands) != 0 {
+					t.Errorf("tenant alpha with another tenant's repositories %v, %v, regex %q, %q: %d candidates", tc.repos, tc.patterns, regex, tc.prefix, len(cands))
+				}
 			}
 		}
 	}
