@@ -98,7 +98,7 @@ func (b *Bearer) AuthenticateAhead(ctx context.Context, authorization, resource,
 				check: postgres.NewAuthCheck(hash, resource)}, nil
 		}
 	}
-	res, err := b.Authenticate(ctx, authorization, resource, slug)
+	res, err := b.lookUp(ctx, hash, resource, slug)
 	return res, nil, err
 }
 

@@ -92,7 +92,12 @@ func (b *Bearer) Authenticate(ctx context.Context, authorization, resource, slug
 	if !ok {
 		return refusedHeader(authorization), nil
 	}
-	hash := tokens.Hash(tok)
+	return b.lookUp(ctx, tokens.Hash(tok), resource, slug)
+}
+
+// lookUp decides on the facts of the token whose SHA-256 is hash, read
+// now, and remembers them when they are accepted.
+func (b *Bearer) lookUp(ctx context.Context, hash []byte, resource, slug string) (Result, error) {
 	f, found, err := b.DB.AuthToken(ctx, hash, resource)
 	if err != nil {
 		return Result{}, err
