@@ -432,3 +432,39 @@ func TestPathFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestLikePatternsWidenFolding: a folding plan's ILIKE patterns (compared
+// under the "C" collation, which folds ASCII only) write each non-ASCII
+// rune with other case forms as _, and its ARE then carries those letters;
+// ASCII letters (s and k included, the stated exception) stay.
+func TestLikePatternsWidenFolding(t *testing.T) {
+	for _, tc := range []struct {
+		query     string
+		regex, cs bool
+		want      []string
+		wantRegex bool
+	}{
+		{"Straße", false, false, []string{"%Stra_e%"}, true},
+		{"Straße", false, true, []string{"%Straße%"}, false},
+		{"привет", false, false, []string{}, true},
+		{"привет", false, true, []string{"%привет%"}, false},
+		{"mask_key", false, false, []string{`%mask\_key%`}, false},
+		{"日本語", false, false, []string{"%日本語%"}, false},
+		{`über\w+Straße`, true, true, []string{"%Stra_e%", "%_ber%"}, true},
+	} {
+		plan, err := NewPlan(tc.query, tc.regex, tc.cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := plan.LikePatterns()
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q (regex %v, case sensitive %v): patterns %q, want %q", tc.query, tc.regex, tc.cs, got, tc.want)
+		}
+		if (plan.Regex != "") != tc.wantRegex {
+			t.Errorf("%q (regex %v, case sensitive %v): regex %q, want one: %v", tc.query, tc.regex, tc.cs, plan.Regex, tc.wantRegex)
+		}
+		if !plan.Scoped() || (!tc.regex && !plan.Tight) {
+			t.Errorf("%q: scoped %v, tight %v", tc.query, plan.Scoped(), plan.Tight)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 
@@ -191,7 +192,7 @@ func TestRegexPrefilterIsSound(t *testing.T) {
 			}
 			translated++
 			var accepts []bool
-			if err := env.Admin.Pool.QueryRow(ctx, `SELECT array_agg(u.c ~ $2 ORDER BY u.n) FROM unnest($1::text[]) WITH ORDINALITY AS u(c, n)`,
+			if err := env.Admin.Pool.QueryRow(ctx, `SELECT array_agg(u.c ~ $2 COLLATE "C" ORDER BY u.n) FROM unnest($1::text[]) WITH ORDINALITY AS u(c, n)`,
 				contents, are).Scan(&accepts); err != nil {
 				t.Fatalf("%q: ARE %q: %v", q, are, err)
 			}
@@ -263,7 +264,7 @@ func TestRegexPrefilterEscapes(t *testing.T) {
 			}
 			for _, tc := range []check{{q, "x\n" + three + "\ny", are, true}, {q, c + c + "\n" + c, are, false}} {
 				checks = append(checks, tc)
-				batch.Queue(`SELECT $1::text ~ $2`, tc.text, tc.are)
+				batch.Queue(`SELECT $1::text ~ $2 COLLATE "C"`, tc.text, tc.are)
 			}
 		}
 	}
@@ -308,5 +309,132 @@ func TestSearchCandidatesDropsABadRegex(t *testing.T) {
 	}
 	if got := ids(`(?n)nomatchatall`); len(got) != 0 {
 		t.Errorf("a regex that matches nothing: %d candidates", len(got))
+	}
+}
+
+// prefilterWords are the pieces of TestSearchPrefilterIsSound's contents
+// and queries: code words, ASCII punctuation and LIKE's own wildcards, and
+// words in cased scripts whose letters fold beyond ASCII (é: É, σ: Σ: ς,
+// ǅ: Ǆ: ǆ), which an ILIKE under the "C" collation does not fold. The long
+// s and the Kelvin sign are left out: they are the documented exception
+// (codeindex.Plan.LikePatterns).
+var prefilterWords = []string{
+	"func", "Handler", "ReadRune", "err", "nil", "return", "x", "a", "B", "_", "%", `\`, ".", "(", ")", "*", " ", "\t",
+	"été", "ÉTÉ", "Été", "über", "ÜBER", "Straße", "STRAẞE", "Σίσυφος", "ΣΊΣΥΦΟΣ", "σοφός", "привет", "ПРИВЕТ", "Привет",
+	"ǅemal", "Ǆemal", "ǆemal", "日本語", "→",
+}
+
+// threeInARow reports whether s holds three letters or digits in a row (a
+// trigram for pg_trgm).
+func threeInARow(s string) bool {
+	run := 0
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			run = 0
+		} else if run++; run == 3 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSearchPrefilterIsSound checks the whole prefilter search_code sends
+// (every ILIKE pattern under the "C" collation and the plan's ARE, as
+// search_code_candidates applies them) against Go's match on PostgreSQL:
+// for literal and regular-expression queries, case-sensitive or not, a
+// content with a line Go matches always passes. Queries with letters that
+// fold beyond ASCII also must still be scoped (the plan's ARE carries
+// their trigrams when the patterns widen them).
+func TestSearchPrefilterIsSound(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 8))
+	word := func() string { return prefilterWords[rng.IntN(len(prefilterWords))] }
+	var lines []string
+	for range 300 {
+		var b strings.Builder
+		for range 1 + rng.IntN(6) {
+			b.WriteString(word())
+		}
+		lines = append(lines, b.String())
+	}
+	var contents []string
+	for range 200 {
+		var ls []string
+		for range 1 + rng.IntN(4) {
+			ls = append(ls, lines[rng.IntN(len(lines))])
+		}
+		contents = append(contents, strings.Join(ls, "\n"))
+	}
+	piece := func() string {
+		rs := []rune(lines[rng.IntN(len(lines))])
+		i := rng.IntN(len(rs))
+		return string(rs[i:min(len(rs), i+1+rng.IntN(10))])
+	}
+	type query struct {
+		q     string
+		regex bool
+	}
+	queries := []query{{"été", false}, {"ΣΊΣΥΦΟΣ", false}, {"привет", false}, {"ǆemal", false}, {`Stra(ß|ẞ)e`, true}}
+	for range 400 {
+		queries = append(queries, query{piece(), false})
+		q := regexp.QuoteMeta(piece())
+		switch rng.IntN(3) {
+		case 0:
+			q += `\w*` + regexp.QuoteMeta(piece())
+		case 1:
+			q = "(" + q + "|" + regexp.QuoteMeta(piece()) + ")"
+		}
+		queries = append(queries, query{q, true})
+	}
+	var pairs, matched, rejected, widened int
+	for _, qu := range queries {
+		for _, caseSensitive := range []bool{true, false} {
+			plan, err := codeindex.NewPlan(qu.q, qu.regex, caseSensitive)
+			if err != nil {
+				t.Fatalf("NewPlan(%q): %v", qu.q, err)
+			}
+			pats := plan.LikePatterns()
+			if pats == nil {
+				pats = []string{}
+			}
+			for _, p := range pats {
+				if strings.Contains(p, "_") && !strings.Contains(qu.q, "_") {
+					widened++
+				}
+			}
+			if !qu.regex && threeInARow(qu.q) && !plan.Scoped() {
+				t.Errorf("%q (case sensitive %v): a literal with a trigram, yet the plan is not scoped", qu.q, caseSensitive)
+			}
+			var regex any
+			if plan.Regex != "" {
+				regex = plan.Regex
+			}
+			var accepts []bool
+			if err := env.Admin.Pool.QueryRow(ctx, `SELECT array_agg(
+					coalesce((SELECT bool_and(u.c ILIKE p COLLATE "C") FROM unnest($2::text[]) AS p), true)
+					AND ($3::text IS NULL OR u.c ~ $3 COLLATE "C") ORDER BY u.n)
+				FROM unnest($1::text[]) WITH ORDINALITY AS u(c, n)`, contents, pats, regex).Scan(&accepts); err != nil {
+				t.Fatalf("%q: patterns %q, ARE %v: %v", qu.q, pats, regex, err)
+			}
+			for i, c := range contents {
+				goMatch := slices.ContainsFunc(strings.Split(c, "\n"), plan.Match.MatchString)
+				pairs++
+				if goMatch {
+					matched++
+				}
+				if !accepts[i] {
+					rejected++
+				}
+				if goMatch && !accepts[i] {
+					t.Errorf("%q (regex %v, case sensitive %v) matches a line of %q, but its prefilter (patterns %q, ARE %v) rejects it",
+						qu.q, qu.regex, caseSensitive, c, pats, regex)
+				}
+			}
+		}
+	}
+	t.Logf("%d queries, %d pairs, %d with a Go match, %d rejected, %d patterns widened", 2*len(queries), pairs, matched, rejected, widened)
+	if matched < 5000 || rejected < 50000 || widened < 50 {
+		t.Fatalf("weak run: %d matching pairs, %d rejected, %d widened patterns", matched, rejected, widened)
 	}
 }
