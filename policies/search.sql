@@ -17,6 +17,9 @@ DROP POLICY IF EXISTS code_search_read ON code_files;
 CREATE POLICY code_search_read ON code_files FOR SELECT TO {{search}} USING (true);
 DROP POLICY IF EXISTS code_search_read ON repositories;
 CREATE POLICY code_search_read ON repositories FOR SELECT TO {{search}} USING (true);
+GRANT SELECT (tenant_id, trigram, chunks) ON code_trigram_stats TO {{search}};
+DROP POLICY IF EXISTS code_search_read ON code_trigram_stats;
+CREATE POLICY code_search_read ON code_trigram_stats FOR SELECT TO {{search}} USING (true);
 
 -- search_code_regex is p_regex when PostgreSQL compiles it, else NULL: a
 -- prefilter regex the engine rejects (too complex, say) is dropped, and
@@ -72,7 +75,11 @@ REVOKE ALL ON FUNCTION search_code_regex(text) FROM PUBLIC;
 --    the candidates, each a detoasted chunk — depends on the bucket and not
 --    on the size of the tenant; phase 3, when the yield so far says more
 --    than 8 buckets would be needed: the same index for the rest of the
---    tenant at once (a rare literal, whose candidates are few). With few
+--    tenant at once (a rare literal, whose candidates are few) — unless
+--    the tenant's trigram estimates (code_trigram_stats) say the rest
+--    holds more than 4,096 candidates (the literal's rarest trigram is
+--    that common), whose recheck would cost more than walking on: then
+--    the walk goes on bucket by bucket, asking again after each. With few
 --    repositories each bucket starts at the next chunk of one of them and
 --    the walk ends at their last chunk, so that one repository of many is
 --    searched over its own chunks. Each phase's matches come after the
@@ -143,6 +150,14 @@ DECLARE
     v_seen     bigint := 0;
     v_matched  bigint := 0;
     v_est      bigint;
+    -- The most candidates the rest of the tenant may hold to be rechecked
+    -- at once (about 40 ms of rechecks on a 2-core machine), and the
+    -- estimate: the tenant's chunks holding the patterns' rarest trigram
+    -- (NULL: no estimate, the yield decides alone), over its id span.
+    v_rest_max constant bigint := 4096;
+    v_df       bigint;
+    v_df_read  boolean := false;
+    v_first    bigint;
     -- A page of rows by primary key ($2: the ids, in order); OFFSET 0 keeps
     -- each lateral lookup a lookup, never a hash of every file of the tenant.
     v_rows_sql constant text := 'SELECT c.id, c.repository_id, r.full_name, f.commit_sha, f.path, c.start_line, c.end_line, f.line_count, c.content
@@ -359,6 +374,35 @@ BEGIN
         v_est := CASE WHEN v_matched = 0 THEN NULL ELSE v_seen * v_need * 5 / (4 * v_matched) END;
         v_size := CASE WHEN v_est <= 2048 THEN greatest(v_window / 2, v_est)::integer END;
         v_rest := v_seen >= 8192 AND (v_est IS NULL OR v_est > 8 * 8192) AND (v_end >> 13) - ((v_lo + 1) >> 13) > 8;
+        IF v_rest THEN
+            IF NOT v_df_read THEN
+                -- How many of the tenant's chunks hold every pattern: per
+                -- word of a pattern (a run of three or more ASCII letters
+                -- or digits, as pg_trgm folds it) the share of its rarest
+                -- trigram (within a word trigrams go together), the words'
+                -- shares multiplied (words are about independent), times
+                -- the chunk count; a trigram the estimates lack is rare
+                -- (0). NULL when the tenant has no estimates yet.
+                SELECT CASE WHEN min(d.df) = 0 THEN 0
+                            ELSE (n.chunks * exp(sum(ln(greatest(d.df, 1)::float8 / n.chunks))))::bigint END
+                INTO v_df
+                FROM (SELECT w.word,
+                             -- one primary-key probe per trigram (a join
+                             -- would hash all of the tenant's estimates)
+                             min(coalesce((SELECT s.chunks FROM public.code_trigram_stats s
+                                           WHERE s.tenant_id = v_tenant AND s.trigram = substr(w.word, i.i, 3)), 0)) AS df
+                      FROM (SELECT DISTINCT lower(m[1]) AS word
+                            FROM unnest(p_patterns) AS p(pat)
+                            CROSS JOIN LATERAL regexp_matches(p.pat, '[A-Za-z0-9]{3,}', 'g') AS m) w
+                      CROSS JOIN LATERAL generate_series(1, length(w.word) - 2) AS i(i)
+                      GROUP BY w.word) d
+                JOIN public.code_trigram_stats n ON n.tenant_id = v_tenant AND n.trigram = '' AND n.chunks > 0
+                GROUP BY n.chunks;
+                SELECT min(c.id) INTO v_first FROM public.code_chunks c WHERE c.tenant_id = v_tenant;
+                v_df_read := true;
+            END IF;
+            v_rest := v_df IS NULL OR v_df * (v_end - v_lo) / greatest(v_end - v_first, 1) <= v_rest_max;
+        END IF;
     END LOOP;
     PERFORM set_config('enable_seqscan', 'on', true);
     PERFORM set_config('enable_indexscan', 'on', true);

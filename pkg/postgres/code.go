@@ -37,8 +37,64 @@ func (tx *Tx) ReplaceIndex(ctx context.Context, repoID int64, snap codeindex.Sna
 		tenantID, repoID, snap.Commit); err != nil {
 		return res, err
 	}
+	if err := tx.RefreshCodeStats(ctx, false); err != nil {
+		return res, err
+	}
 	return res, tx.insertAudit(ctx, actor, "repository.indexed", snap.Commit,
 		map[string]any{"repository_id": repoID, "files": res.Files, "chunks": res.Chunks, "skipped": len(res.Skipped)})
+}
+
+// CodeStatsSample is how many of a tenant's chunks RefreshCodeStats reads.
+const CodeStatsSample = 2000
+
+// RefreshCodeStats rewrites the tenant's trigram estimates
+// (code_trigram_stats, which search_code_candidates reads to choose how to
+// walk the rest of a tenant) from every k-th of its chunks in id order, k
+// such that about CodeStatsSample are read, each trigram's count in the
+// sample scaled to the tenant; the row with the empty trigram holds the
+// tenant's chunk count. Trigrams the sample holds once are left out (rare
+// to the search); a tenant of fewer than twice CodeStatsSample chunks is
+// counted exactly. Unless force is set it does nothing while the tenant's
+// chunk count is within a tenth of the one last counted (reindexing one
+// small repository of many changes no estimate that matters). It takes a
+// transaction-scoped advisory lock per tenant, so that two indexings of
+// one tenant refresh one after the other. About 2 s for 400,000 chunks
+// (docs/benchmarks.md), mostly show_trgm over the sample.
+func (tx *Tx) RefreshCodeStats(ctx context.Context, force bool) (err error) {
+	defer wrap(&err, "postgres.RefreshCodeStats")
+	tenantID := tx.tenantID
+	if _, err := tx.q.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('code_trigram_stats ' || $1, 0))`, tenantID); err != nil {
+		return err
+	}
+	var total int64
+	var last *int64
+	if err := tx.q.QueryRow(ctx, `SELECT (SELECT count(*) FROM code_chunks WHERE tenant_id = $1),
+		(SELECT chunks FROM code_trigram_stats WHERE tenant_id = $1 AND trigram = '')`, tenantID).Scan(&total, &last); err != nil {
+		return err
+	}
+	if !force && last != nil && 10*abs(total-*last) <= *last {
+		return nil
+	}
+	if _, err := tx.q.Exec(ctx, `DELETE FROM code_trigram_stats WHERE tenant_id = $1`, tenantID); err != nil {
+		return err
+	}
+	_, err = tx.q.Exec(ctx, `
+		WITH k AS (SELECT greatest(1, $2::bigint / $3) AS step),
+		sample AS (SELECT c.content FROM code_chunks c, k WHERE c.tenant_id = $1 AND c.id % k.step = 0),
+		m AS (SELECT count(*) AS sampled FROM sample)
+		INSERT INTO code_trigram_stats (tenant_id, trigram, chunks)
+		SELECT $1, t.g, (count(*) * $2 / greatest(max(m.sampled), 1))::bigint
+		FROM sample CROSS JOIN LATERAL unnest(show_trgm(sample.content)) AS t(g), k, m
+		GROUP BY t.g HAVING count(*) >= 2 OR max(k.step) = 1
+		UNION ALL SELECT $1, '', $2`, tenantID, total, CodeStatsSample)
+	return err
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // insertFiles stores files (with their chunks) at commit, counting them in

@@ -145,6 +145,18 @@ func TestSearchCandidatesHandoffs(t *testing.T) {
 
 	checkAroundBoundaries(t, env, tenant, sets, pats, []int{3}, false)
 	checkAroundBoundaries(t, env, packed, packedSets, [][]string{{"edge_marker"}, {"needle_rare"}}, []int{1, 3, 8, 32}, true)
+
+	// Trigram estimates that call every literal common make the walk go
+	// on bucket by bucket where the yield alone would take the rest at
+	// once: the same answers.
+	common, commonRepos := seedCodeSpread(t, env, "common", 12, 100, 1)
+	if _, err := env.Admin.Pool.Exec(context.Background(), `INSERT INTO code_trigram_stats (tenant_id, trigram, chunks)
+		SELECT $1, g, 100000 FROM unnest(ARRAY['', 'nee', 'eed', 'edl', 'dle', 'rar', 'are', 'edg', 'dge', 'mar', 'ark', 'rke', 'ker']) AS g`, common); err != nil {
+		t.Fatal(err)
+	}
+	commonSets := []repoSet{{"twelve packed repositories, common estimates", commonRepos}, {"two apart, common estimates", []int64{commonRepos[1], commonRepos[7]}}}
+	checkCandidatesPages(t, env, common, commonSets, [][]string{{"edge_marker"}, {"needle_rare"}}, []string{""}, []int{1, 3, 32}, pages)
+	checkAroundBoundaries(t, env, common, commonSets, [][]string{{"needle_rare"}}, []int{1, 8}, true)
 }
 
 // checkAroundBoundaries asks for one page from every position from 3
@@ -415,6 +427,19 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	tenant, repos := seedCode(t, env, "code", 12, 200)
 	spread, spreadRepos := seedCodeSpread(t, env, "spread", 12, 100, 3)
 	many, manyRepos := seedCode(t, env, "many", 70, 5)
+	// The spread tenant has its real trigram estimates (needle_rare is
+	// rare); in the dense one they say it has 100,000 chunks and the
+	// trigrams are in every one, so that the rest of the tenant would hold
+	// too many candidates to be rechecked at once.
+	ctx := context.Background()
+	if err := env.App.InTenant(ctx, spread, func(tx *postgres.Tx) error { return tx.RefreshCodeStats(ctx, true) }); err != nil {
+		t.Fatal(err)
+	}
+	dense, denseRepos := seedCodeSpread(t, env, "dense", 12, 100, 3)
+	if _, err := env.Admin.Pool.Exec(ctx, `INSERT INTO code_trigram_stats (tenant_id, trigram, chunks)
+		SELECT $1, g, 100000 FROM unnest(ARRAY['', 'nee', 'eed', 'edl', 'dle', 'rar', 'are']) AS g`, dense); err != nil {
+		t.Fatal(err)
+	}
 	conn, plans := explainConn(t, env)
 	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32, $4)`
 	const (
@@ -440,6 +465,7 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		{"rare literal: buckets", tenant, repos[:3], rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
 		{"rare literal, twelve repositories: buckets", tenant, repos, rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
 		{"rare literal over many buckets: the rest at once", spread, spreadRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", whole}, []string{"Seq Scan on code_chunks"}},
+		{"sparse matches of common trigrams over many buckets: buckets, never the rest", dense, denseRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
 		{"narrow path prefix", tenant, repos, []string{"%middleword%"}, "src/dir3/", "", []string{"code_files_tenant_path", "code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
 		{"no pattern", tenant, repos[:1], nil, "src/dir3/", "", []string{"code_files_tenant_path"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
 		{"no pattern, no prefix", tenant, repos[:1], nil, "", "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks"}},
