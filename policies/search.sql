@@ -41,6 +41,80 @@ $fn$;
 ALTER FUNCTION search_code_regex(text) OWNER TO {{search}};
 REVOKE ALL ON FUNCTION search_code_regex(text) FROM PUBLIC;
 
+-- search_code_index_pattern is the ILIKE pattern the span index is asked
+-- with for p_pattern (an escaped '%literal%' pattern of
+-- search_code_candidates): the tenant's three rarest trigrams of it
+-- (code_trigram_stats; one missing there is rare) as the pieces of the
+-- literal that hold them, in their order, '%piece%piece%'. A GIN scan's
+-- cost grows with the number of trigrams it intersects (every other
+-- trigram is advanced to each candidate of the rarest), and a long
+-- literal has twenty, most of them common (con, ext, req), while its
+-- three rarest select about as few chunks. It is implied by p_pattern
+-- (each piece is a run of the literal's letters and digits, in order and
+-- apart), so the caller checks p_pattern itself afterwards. p_pattern
+-- unchanged when it has at most three trigrams, when the three are
+-- estimated to select more than 8,192 of the tenant's chunks, or when the
+-- tenant has no estimates.
+DROP FUNCTION IF EXISTS search_code_index_pattern(uuid, text);
+CREATE FUNCTION search_code_index_pattern(p_tenant uuid, p_pattern text) RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    v_pos   integer[];
+    v_all   integer;
+    v_out   text := '%';
+    v_start integer;
+    v_end   integer;
+    v_est   bigint;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM public.code_trigram_stats s WHERE s.tenant_id = p_tenant AND s.trigram = '') THEN
+        RETURN p_pattern;
+    END IF;
+    -- Every trigram of a run of ASCII letters and digits, at its place in
+    -- the pattern (an escaped character is never a letter or digit, and a
+    -- widened one is _): the runs partition the pattern with the gaps
+    -- before them.
+    WITH m AS (
+        SELECT q.n, length(q.x[1]) AS gap, q.x[2] AS run
+        FROM regexp_matches(p_pattern, '([^A-Za-z0-9]*)([A-Za-z0-9]+)', 'g') WITH ORDINALITY AS q(x, n)),
+    r AS (SELECT m.run, (sum(m.gap + length(m.run)) OVER (ORDER BY m.n) - length(m.run) + 1)::integer AS start FROM m),
+    t AS (SELECT r.start + i.i - 1 AS pos, lower(r.run) AS word, lower(substr(r.run, i.i, 3)) AS g
+          FROM r CROSS JOIN LATERAL generate_series(1, length(r.run) - 2) AS i(i)),
+    d AS (SELECT t.pos, t.word, coalesce((SELECT s.chunks FROM public.code_trigram_stats s
+                                          WHERE s.tenant_id = p_tenant AND s.trigram = t.g), 0) AS df FROM t),
+    c AS (SELECT d.pos, d.word, d.df FROM d ORDER BY d.df, d.pos LIMIT 3),
+    -- The chunks the three select, as search_code_candidates estimates
+    -- the rest's: per word the rarest share, the words' multiplied.
+    e AS (SELECT min(c.df) AS df FROM c GROUP BY c.word)
+    SELECT (SELECT count(*) FROM t)::integer,
+           (SELECT array_agg(c.pos ORDER BY c.pos) FROM c),
+           (SELECT CASE WHEN min(e.df) = 0 THEN 0
+                        ELSE (n.chunks * exp(sum(ln(greatest(e.df, 1)::float8 / n.chunks))))::bigint END
+            FROM e CROSS JOIN (SELECT s.chunks FROM public.code_trigram_stats s
+                               WHERE s.tenant_id = p_tenant AND s.trigram = '') n GROUP BY n.chunks)
+    INTO v_all, v_pos, v_est;
+    -- Only when they are selective: a common literal's whole trigram set
+    -- (with the word boundaries pg_trgm takes from it, context.Context)
+    -- selects far fewer chunks than its three rarest letters.
+    IF v_all <= 3 OR v_est > 8192 THEN
+        RETURN p_pattern;
+    END IF;
+    -- Overlapping or adjacent trigrams are one piece.
+    FOREACH v_start IN ARRAY v_pos LOOP
+        IF v_end IS NOT NULL AND v_start <= v_end + 1 THEN
+            v_out := v_out || substr(p_pattern, v_end + 1, v_start + 2 - v_end);
+        ELSE
+            v_out := v_out || CASE WHEN v_end IS NULL THEN '' ELSE '%' END || substr(p_pattern, v_start, 3);
+        END IF;
+        v_end := greatest(coalesce(v_end, 0), v_start + 2);
+    END LOOP;
+    RETURN v_out || '%';
+END
+$fn$;
+ALTER FUNCTION search_code_index_pattern(uuid, text) OWNER TO {{search}};
+REVOKE ALL ON FUNCTION search_code_index_pattern(uuid, text) FROM PUBLIC;
+
 -- search_code_candidates returns the chunks of the given repositories whose
 -- content contains every pattern (case-insensitive ILIKE patterns under
 -- the "C" collation, already escaped and widened by the caller,
@@ -79,7 +153,10 @@ REVOKE ALL ON FUNCTION search_code_regex(text) FROM PUBLIC;
 --    the tenant's trigram estimates (code_trigram_stats) say the rest
 --    holds more than 4,096 candidates (the literal's rarest trigram is
 --    that common), whose recheck would cost more than walking on: then
---    the walk goes on bucket by bucket, asking again after each. With few
+--    the walk goes on bucket by bucket, asking again after each. With
+--    estimates, buckets and the rest ask the index with each literal's
+--    rarest trigrams when those are selective (search_code_index_pattern)
+--    and check the whole literal on its rows. With few
 --    repositories each bucket starts at the next chunk of one of them and
 --    the walk ends at their last chunk, so that one repository of many is
 --    searched over its own chunks. Each phase's matches come after the
@@ -144,6 +221,8 @@ DECLARE
     v_src      text;
     v_window_sql text;
     v_bucket_sql text;
+    v_idx      text[];
+    v_cond     text;
     v_size     integer;
     v_rest     boolean := false;
     v_bucket   bigint;
@@ -306,6 +385,29 @@ BEGIN
                      WHERE ($7::text IS NULL OR f.path LIKE $7) %s ORDER BY c.id LIMIT $5)', v_src, v_pats);
     -- A bucket's candidates ($4: the bucket; $3: the position), or with no
     -- bucket the rest of the tenant's.
+    -- The span index is asked with each pattern's rarest trigrams only
+    -- ($8[i], search_code_index_pattern), the patterns and the regex then
+    -- checked in full on its rows: as coalesce(content, ''), which no
+    -- index serves, so that the planner cannot hand their twenty trigrams
+    -- back to the index. Without patterns the regex is the index's
+    -- condition, as before.
+    IF v_npat > 0 THEN
+        v_idx := ARRAY(SELECT search_code_index_pattern(v_tenant, x.p) FROM unnest(p_patterns) WITH ORDINALITY AS x(p, n) ORDER BY x.n);
+    END IF;
+    IF v_idx IS NOT NULL AND v_idx IS DISTINCT FROM p_patterns THEN
+        v_cond := '';
+        FOR i IN 1 .. v_npat LOOP
+            v_cond := v_cond || format(' AND c.content ILIKE $8[%s] COLLATE "C"', i);
+        END LOOP;
+        FOR i IN 1 .. v_npat LOOP
+            v_cond := v_cond || format(' AND coalesce(c.content, %L) ILIKE $6[%s] COLLATE "C"', '', i);
+        END LOOP;
+        IF v_regex IS NOT NULL THEN
+            v_cond := v_cond || format(' AND coalesce(c.content, %L) ~ $9 COLLATE "C"', '');
+        END IF;
+    ELSE
+        v_cond := v_pats;
+    END IF;
     v_bucket_sql := format('WITH s AS MATERIALIZED (
             SELECT c.id, c.repository_id, c.file_id FROM public.code_chunks c
             WHERE c.tenant_id = $1 AND ($4::bigint IS NULL OR (c.id >> 13) = $4) %s)
@@ -313,7 +415,7 @@ BEGIN
             WHERE s.id > $3 AND s.repository_id = ANY($2)
               AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM public.code_files f
                    WHERE f.tenant_id = $1 AND f.id = s.file_id AND f.path LIKE $7))
-            ORDER BY s.id LIMIT $5)', v_pats);
+            ORDER BY s.id LIMIT $5)', v_cond);
 
     v_size := v_window;
     LOOP
@@ -348,14 +450,14 @@ BEGIN
             PERFORM set_config('enable_seqscan', 'off', true);
             PERFORM set_config('enable_indexscan', 'off', true);
             EXECUTE v_bucket_sql INTO v_found
-                USING v_tenant, p_repo_ids, v_lo, NULL::bigint, v_need, p_patterns, v_prefix, NULL::integer, v_regex;
+                USING v_tenant, p_repo_ids, v_lo, NULL::bigint, v_need, p_patterns, v_prefix, v_idx, v_regex;
             v_ids := v_ids || v_found;
             EXIT;
         ELSE
             PERFORM set_config('enable_seqscan', 'off', true);
             PERFORM set_config('enable_indexscan', 'off', true);
             EXECUTE v_bucket_sql INTO v_found
-                USING v_tenant, p_repo_ids, v_lo, v_bucket, v_need, p_patterns, v_prefix, NULL::integer, v_regex;
+                USING v_tenant, p_repo_ids, v_lo, v_bucket, v_need, p_patterns, v_prefix, v_idx, v_regex;
             PERFORM set_config('enable_seqscan', 'on', true);
             PERFORM set_config('enable_indexscan', 'on', true);
             v_hi := ((v_bucket + 1) << 13) - 1;
@@ -376,7 +478,9 @@ BEGIN
         v_rest := v_seen >= 8192 AND (v_est IS NULL OR v_est > 8 * 8192) AND (v_end >> 13) - ((v_lo + 1) >> 13) > 8;
         IF v_rest THEN
             IF NOT v_df_read THEN
-                -- How many of the tenant's chunks hold every pattern: per
+                -- How many of the tenant's chunks the index gives for the
+                -- patterns it is asked with (v_idx, whose pieces select
+                -- at least the patterns' chunks): per
                 -- word of a pattern (a run of three or more ASCII letters
                 -- or digits, as pg_trgm folds it) the share of its rarest
                 -- trigram (within a word trigrams go together), the words'
@@ -392,7 +496,7 @@ BEGIN
                              min(coalesce((SELECT s.chunks FROM public.code_trigram_stats s
                                            WHERE s.tenant_id = v_tenant AND s.trigram = substr(w.word, i.i, 3)), 0)) AS df
                       FROM (SELECT DISTINCT lower(m[1]) AS word
-                            FROM unnest(p_patterns) AS p(pat)
+                            FROM unnest(coalesce(v_idx, p_patterns)) AS p(pat)
                             CROSS JOIN LATERAL regexp_matches(p.pat, '[A-Za-z0-9]{3,}', 'g') AS m) w
                       CROSS JOIN LATERAL generate_series(1, length(w.word) - 2) AS i(i)
                       GROUP BY w.word) d
