@@ -90,7 +90,7 @@ BEGIN
     SELECT (SELECT count(*) FROM t)::integer,
            (SELECT array_agg(c.pos ORDER BY c.pos) FROM c),
            (SELECT CASE WHEN min(e.df) = 0 THEN 0
-                        ELSE (n.chunks * exp(sum(ln(greatest(e.df, 1)::float8 / n.chunks))))::bigint END
+                        ELSE (n.chunks * exp(greatest(sum(ln(greatest(e.df, 1)::float8 / n.chunks)), -700)))::bigint END
             FROM e CROSS JOIN (SELECT s.chunks FROM public.code_trigram_stats s
                                WHERE s.tenant_id = p_tenant AND s.trigram = '') n GROUP BY n.chunks)
     INTO v_all, v_pos, v_est;
@@ -486,9 +486,11 @@ BEGIN
                 -- trigram (within a word trigrams go together), the words'
                 -- shares multiplied (words are about independent), times
                 -- the chunk count; a trigram the estimates lack is rare
-                -- (0). NULL when the tenant has no estimates yet.
+                -- (0). NULL when the tenant has no estimates yet. The sum
+                -- of logarithms is clamped: exp() raises on underflow, and
+                -- a long literal of many words multiplies many shares.
                 SELECT CASE WHEN min(d.df) = 0 THEN 0
-                            ELSE (n.chunks * exp(sum(ln(greatest(d.df, 1)::float8 / n.chunks))))::bigint END
+                            ELSE (n.chunks * exp(greatest(sum(ln(greatest(d.df, 1)::float8 / n.chunks)), -700)))::bigint END
                 INTO v_df
                 FROM (SELECT w.word,
                              -- one primary-key probe per trigram (a join

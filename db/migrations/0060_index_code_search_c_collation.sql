@@ -14,12 +14,12 @@
 --
 -- Building them reads every chunk: about two minutes for 400,000 chunks
 -- on that machine, during which writes to these tables wait (reads do
--- not). See docs/operations.md, "migration 0060".
---
--- Each new index is built before the old one is dropped and takes its
--- name: the build holds a lock that lets searches read (writes wait), and
--- the drop's exclusive lock comes only at the end of the migration's
--- transaction.
+-- not). Each new index is built before the old one is dropped and takes
+-- its name, so searches read through the old one meanwhile; the drops
+-- then hold the tables exclusively until the migration's transaction
+-- commits. Stop the worker while this runs: an indexing job that starts
+-- during the build can deadlock with the policies' locks at the end, and
+-- the whole migration rolls back (docs/operations.md, "migration 0060").
 CREATE INDEX code_chunks_tenant_span_trgm_c ON code_chunks
     USING gin (tenant_id, (id >> 13), content COLLATE "C" gin_trgm_ops);
 CREATE INDEX pull_code_chunks_tenant_content_trgm_c ON pull_code_chunks

@@ -26,6 +26,11 @@ type Plan struct {
 	// with (?i)), so LikePatterns widens the runes whose folding the
 	// database's ASCII-only ILIKE would not see.
 	fold bool
+	// foldSK: the query itself holds ſ (U+017F) or the Kelvin sign (or a
+	// \x escape that may be one), which Go's parser folds into S and K of
+	// a (?i) literal; LikePatterns then widens s and k too, so that the
+	// character the user typed is found.
+	foldSK bool
 	// Tight: a chunk that passes the prefilter almost always matches (a
 	// literal query, or a regular expression whose Regex is its exact
 	// translation), so a round needs few more candidates than matches.
@@ -57,21 +62,25 @@ func (p Plan) Scoped() bool { return len(p.Literals) > 0 || p.Regex != "" }
 func (p Plan) LikePatterns() []string {
 	out := make([]string, len(p.Literals))
 	for i, l := range p.Literals {
-		out[i] = "%" + likeLiteral(l, p.fold) + "%"
+		out[i] = "%" + likeLiteral(l, p.widens) + "%"
 	}
 	return out
 }
 
-// likeLiteral escapes l for LIKE and, when fold is set, widens to _ each
-// non-ASCII rune that folds to another.
-func likeLiteral(l string, fold bool) string {
+// widens reports whether LikePatterns writes r as the wildcard _.
+func (p Plan) widens(r rune) bool {
+	return p.fold && foldsBeyondASCII(r) || p.foldSK && strings.ContainsRune("sSkK", r)
+}
+
+// likeLiteral escapes l for LIKE and widens to _ each rune widen names.
+func likeLiteral(l string, widen func(rune) bool) string {
 	var b strings.Builder
 	for _, r := range l {
 		switch {
 		case r == '\\' || r == '%' || r == '_':
 			b.WriteByte('\\')
 			b.WriteRune(r)
-		case fold && foldsBeyondASCII(r):
+		case widen(r):
 			b.WriteByte('_')
 		default:
 			b.WriteRune(r)
@@ -88,10 +97,10 @@ func foldsBeyondASCII(r rune) bool { return r >= utf8.RuneSelf && unicode.Simple
 // likeable reports whether literal l, as its ILIKE pattern, still holds
 // MinLiteral runes in a row that are not wildcards (otherwise it would
 // give the trigram index nothing and is no prefilter worth sending).
-func likeable(l string, fold bool) bool {
+func likeable(l string, widen func(rune) bool) bool {
 	run := 0
 	for _, r := range l {
-		if fold && foldsBeyondASCII(r) {
+		if widen(r) {
 			run = 0
 			continue
 		}
@@ -130,7 +139,7 @@ func NewPlan(query string, isRegex, caseSensitive bool) (Plan, error) {
 	if !isRegex {
 		re := regexp.MustCompile(flags + regexp.QuoteMeta(query))
 		plan := Plan{Match: re, fold: !caseSensitive}
-		if utf8.RuneCountInString(query) >= MinLiteral && likeable(query, plan.fold) {
+		if utf8.RuneCountInString(query) >= MinLiteral && likeable(query, plan.widens) {
 			plan.Literals = []string{query}
 		}
 		if plan.fold && strings.IndexFunc(query, foldsBeyondASCII) >= 0 {
@@ -159,8 +168,9 @@ func NewPlan(query string, isRegex, caseSensitive bool) (Plan, error) {
 	}
 	lits := requiredLiterals(parsed.Simplify())
 	var keep []string
+	widening := Plan{fold: true, foldSK: strings.ContainsAny(query, "\u017f\u212a") || strings.Contains(query, `\x`)}
 	for _, l := range lits {
-		if utf8.RuneCountInString(l) >= MinLiteral && likeable(l, true) {
+		if utf8.RuneCountInString(l) >= MinLiteral && likeable(l, widening.widens) {
 			keep = append(keep, l)
 		}
 	}
@@ -169,7 +179,7 @@ func NewPlan(query string, isRegex, caseSensitive bool) (Plan, error) {
 	if len(keep) > 3 {
 		keep = keep[:3]
 	}
-	plan := Plan{Match: re, Literals: keep, fold: true}
+	plan := Plan{Match: re, Literals: keep, fold: true, foldSK: widening.foldSK}
 	// The ARE is translated from the query with its case flag, so that a
 	// case-insensitive query's literals carry their folding.
 	withFlags, err := syntax.Parse(flags+query, syntax.Perl)

@@ -451,6 +451,11 @@ func TestLikePatternsWidenFolding(t *testing.T) {
 		{"mask_key", false, false, []string{`%mask\_key%`}, false},
 		{"日本語", false, false, []string{"%日本語%"}, false},
 		{`über\w+Straße`, true, true, []string{"%Stra_e%", "%_ber%"}, true},
+		// Go's parser folds a (?i) ſ or K into S or K; a query that holds
+		// either widens s and k (review finding).
+		{`(?i)ſtrasse`, true, true, []string{"%_TRA__E%"}, true},
+		{`(?i)\x{212A}elvin`, true, true, []string{"%_ELVIN%"}, true},
+		{`(?i)strasse`, true, true, []string{"%STRASSE%"}, true},
 	} {
 		plan, err := NewPlan(tc.query, tc.regex, tc.cs)
 		if err != nil {

@@ -49,23 +49,20 @@ const CodeStatsSample = 2000
 
 // RefreshCodeStats rewrites the tenant's trigram estimates
 // (code_trigram_stats, which search_code_candidates reads to choose how to
-// walk the rest of a tenant) from every k-th of its chunks in id order, k
-// such that about CodeStatsSample are read, each trigram's count in the
+// walk the rest of a tenant) from its chunks whose id is a multiple of k,
+// k such that about CodeStatsSample are read, each trigram's count in the
 // sample scaled to the tenant; the row with the empty trigram holds the
 // tenant's chunk count. Trigrams the sample holds once are left out (rare
 // to the search); a tenant of fewer than twice CodeStatsSample chunks is
 // counted exactly. Unless force is set it does nothing while the tenant's
 // chunk count is within a tenth of the one last counted (reindexing one
-// small repository of many changes no estimate that matters). It takes a
-// transaction-scoped advisory lock per tenant, so that two indexings of
-// one tenant refresh one after the other. About 2 s for 400,000 chunks
+// small repository of many changes no estimate that matters). A refresh
+// takes a transaction-scoped advisory lock per tenant, so that two
+// indexings of one tenant refresh one after the other. About 2 s for 400,000 chunks
 // (docs/benchmarks.md), mostly show_trgm over the sample.
 func (tx *Tx) RefreshCodeStats(ctx context.Context, force bool) (err error) {
 	defer wrap(&err, "postgres.RefreshCodeStats")
 	tenantID := tx.tenantID
-	if _, err := tx.q.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('code_trigram_stats ' || $1, 0))`, tenantID); err != nil {
-		return err
-	}
 	var total int64
 	var last *int64
 	if err := tx.q.QueryRow(ctx, `SELECT (SELECT count(*) FROM code_chunks WHERE tenant_id = $1),
@@ -74,6 +71,12 @@ func (tx *Tx) RefreshCodeStats(ctx context.Context, force bool) (err error) {
 	}
 	if !force && last != nil && 10*abs(total-*last) <= *last {
 		return nil
+	}
+	// Only a refresh takes the lock (a skip reads and leaves), so that
+	// pushes to several repositories of a tenant do not queue behind one
+	// another; two refreshes that both decided to run take turns.
+	if _, err := tx.q.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('code_trigram_stats ' || $1, 0))`, tenantID); err != nil {
+		return err
 	}
 	if _, err := tx.q.Exec(ctx, `DELETE FROM code_trigram_stats WHERE tenant_id = $1`, tenantID); err != nil {
 		return err
@@ -321,6 +324,9 @@ func (tx *Tx) UpdateIndex(ctx context.Context, repoID int64, commit string, chan
 	}
 	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now() WHERE tenant_id = $1 AND id = $2`,
 		tenantID, repoID, commit); err != nil {
+		return res, err
+	}
+	if err := tx.RefreshCodeStats(ctx, false); err != nil {
 		return res, err
 	}
 	return res, tx.insertAudit(ctx, actor, "repository.indexed", commit,

@@ -387,6 +387,38 @@ func TestSearchPrefilterIsSound(t *testing.T) {
 		}
 		queries = append(queries, query{q, true})
 	}
+	// A query that itself holds the long s or the Kelvin sign finds it:
+	// as a literal (widened as a non-ASCII letter) and in an inline (?i)
+	// regex, where Go's parser folds it into S or K (review finding).
+	for _, tc := range []struct {
+		q       string
+		regex   bool
+		content string
+	}{
+		{"ſtrasse", false, "x ſtrasse y"}, {"maſk", false, "maſk"}, {"\u212aelvin", false, "\u212aelvin"},
+		{`(?i)ſtrasse`, true, "ſtrasse"}, {`(?i)\x{212A}elvin`, true, "\u212aelvin"}, {`(?i)maſk`, true, "maſk"},
+	} {
+		plan, err := codeindex.NewPlan(tc.q, tc.regex, !tc.regex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !plan.Match.MatchString(tc.content) {
+			t.Fatalf("%q does not match %q in Go", tc.q, tc.content)
+		}
+		var regex any
+		if plan.Regex != "" {
+			regex = plan.Regex
+		}
+		var ok bool
+		if err := env.Admin.Pool.QueryRow(ctx, `SELECT coalesce((SELECT bool_and($1 ILIKE p COLLATE "C") FROM unnest($2::text[]) AS p), true)
+			AND ($3::text IS NULL OR $1 ~ $3 COLLATE "C")`, tc.content, plan.LikePatterns(), regex).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			t.Errorf("%q (regex %v): its prefilter (patterns %q, ARE %v) rejects %q", tc.q, tc.regex, plan.LikePatterns(), regex, tc.content)
+		}
+	}
+
 	var pairs, matched, rejected, widened int
 	for _, qu := range queries {
 		for _, caseSensitive := range []bool{true, false} {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/codelotse/codelotse/pkg/codeindex"
@@ -108,5 +109,34 @@ func TestRefreshCodeStats(t *testing.T) {
 	}
 	if got := est(c, "qui"); got != 1 {
 		t.Errorf("after indexing, trigram qui: estimate %d, want 1", got)
+	}
+}
+
+// TestCodeStatsLongLiteral: a literal of many words whose every share is
+// small multiplies them past what exp() can represent; the estimate is
+// clamped instead of failing the search (found in review: SQLSTATE 22003).
+func TestCodeStatsLongLiteral(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	tenant, repos := seedCodeSpread(t, env, "long", 12, 100, 3)
+	words := []string{"aaa", "aaa", "aaa"}
+	grams := []string{"", "aaa"}
+	chunks := []int64{400000, 8200}
+	for i := 0; len(words) < 203; i++ {
+		w := string(rune('b'+i/26%24)) + string(rune('a'+i%26)) + "q"
+		words, grams, chunks = append(words, w), append(grams, w), append(chunks, 8300)
+	}
+	if _, err := env.Admin.Pool.Exec(ctx, `INSERT INTO code_trigram_stats (tenant_id, trigram, chunks)
+		SELECT $1, g, n FROM unnest($2::text[], $3::bigint[]) AS x(g, n)`, tenant, grams, chunks); err != nil {
+		t.Fatal(err)
+	}
+	query := strings.Join(words, " ")
+	plan, err := codeindex.NewPlan(query, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := env.App.Tenant(tenant).SearchCandidates(ctx, repos, plan.LikePatterns(), plan.Regex, "", 0, 42)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("a %d-character literal: %d candidates, %v", len(query), len(got), err)
 	}
 }
