@@ -68,7 +68,8 @@ DECLARE
     v_end   integer;
     v_est   bigint;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM public.code_trigram_stats s WHERE s.tenant_id = p_tenant AND s.trigram = '') THEN
+    -- (A tenant counted at no chunks has no shares to compute.)
+    IF NOT EXISTS (SELECT 1 FROM public.code_trigram_stats s WHERE s.tenant_id = p_tenant AND s.trigram = '' AND s.chunks > 0) THEN
         RETURN p_pattern;
     END IF;
     -- Every trigram of a run of ASCII letters and digits, at its place in
@@ -92,7 +93,7 @@ BEGIN
            (SELECT CASE WHEN min(e.df) = 0 THEN 0
                         ELSE (n.chunks * exp(greatest(sum(ln(greatest(e.df, 1)::float8 / n.chunks)), -700)))::bigint END
             FROM e CROSS JOIN (SELECT s.chunks FROM public.code_trigram_stats s
-                               WHERE s.tenant_id = p_tenant AND s.trigram = '') n GROUP BY n.chunks)
+                               WHERE s.tenant_id = p_tenant AND s.trigram = '' AND s.chunks > 0) n GROUP BY n.chunks)
     INTO v_all, v_pos, v_est;
     -- Only when they are selective: a common literal's whole trigram set
     -- (with the word boundaries pg_trgm takes from it, context.Context)

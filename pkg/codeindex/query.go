@@ -58,7 +58,8 @@ func (p Plan) Scoped() bool { return len(p.Literals) > 0 || p.Regex != "" }
 // its trigrams. The two non-ASCII orbit members of ASCII letters, ſ
 // (U+017F, s) and K (U+212A, k), are the exception: widening every s and
 // k would cost most literals their trigrams, so a literal's prefilter does
-// not find them (see docs/decisions.md).
+// not find them, unless the query itself holds one (foldSK; see
+// docs/decisions.md).
 func (p Plan) LikePatterns() []string {
 	out := make([]string, len(p.Literals))
 	for i, l := range p.Literals {

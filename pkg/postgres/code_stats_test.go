@@ -139,4 +139,18 @@ func TestCodeStatsLongLiteral(t *testing.T) {
 	if err != nil || len(got) != 0 {
 		t.Fatalf("a %d-character literal: %d candidates, %v", len(query), len(got), err)
 	}
+	// A tenant last counted at no chunks (all of its code deleted, say)
+	// has no shares: its estimates are ignored, never divided by.
+	if _, err := env.Admin.Pool.Exec(ctx, `UPDATE code_trigram_stats SET chunks = 0 WHERE tenant_id = $1 AND trigram = ''`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{query, "aaa baq caq"} {
+		plan, err := codeindex.NewPlan(q, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.App.Tenant(tenant).SearchCandidates(ctx, repos, plan.LikePatterns(), plan.Regex, "", 0, 42); err != nil {
+			t.Fatalf("estimates of no chunks, %q: %v", q, err)
+		}
+	}
 }
