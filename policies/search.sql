@@ -384,39 +384,6 @@ BEGIN
                      CROSS JOIN LATERAL (SELECT f.path FROM public.code_files f
                                          WHERE f.tenant_id = $1 AND f.id = c.file_id OFFSET 0) f
                      WHERE ($7::text IS NULL OR f.path LIKE $7) %s ORDER BY c.id LIMIT $5)', v_src, v_pats);
-    -- A bucket's candidates ($4: the bucket; $3: the position), or with no
-    -- bucket the rest of the tenant's.
-    -- The span index is asked with each pattern's rarest trigrams only
-    -- ($8[i], search_code_index_pattern), the patterns and the regex then
-    -- checked in full on its rows: as coalesce(content, ''), which no
-    -- index serves, so that the planner cannot hand their twenty trigrams
-    -- back to the index. Without patterns the regex is the index's
-    -- condition, as before.
-    IF v_npat > 0 THEN
-        v_idx := ARRAY(SELECT search_code_index_pattern(v_tenant, x.p) FROM unnest(p_patterns) WITH ORDINALITY AS x(p, n) ORDER BY x.n);
-    END IF;
-    IF v_idx IS NOT NULL AND v_idx IS DISTINCT FROM p_patterns THEN
-        v_cond := '';
-        FOR i IN 1 .. v_npat LOOP
-            v_cond := v_cond || format(' AND c.content ILIKE $8[%s] COLLATE "C"', i);
-        END LOOP;
-        FOR i IN 1 .. v_npat LOOP
-            v_cond := v_cond || format(' AND coalesce(c.content, %L) ILIKE $6[%s] COLLATE "C"', '', i);
-        END LOOP;
-        IF v_regex IS NOT NULL THEN
-            v_cond := v_cond || format(' AND coalesce(c.content, %L) ~ $9 COLLATE "C"', '');
-        END IF;
-    ELSE
-        v_cond := v_pats;
-    END IF;
-    v_bucket_sql := format('WITH s AS MATERIALIZED (
-            SELECT c.id, c.repository_id, c.file_id FROM public.code_chunks c
-            WHERE c.tenant_id = $1 AND ($4::bigint IS NULL OR (c.id >> 13) = $4) %s)
-        SELECT ARRAY(SELECT s.id FROM s
-            WHERE s.id > $3 AND s.repository_id = ANY($2)
-              AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM public.code_files f
-                   WHERE f.tenant_id = $1 AND f.id = s.file_id AND f.path LIKE $7))
-            ORDER BY s.id LIMIT $5)', v_cond);
 
     v_size := v_window;
     LOOP
@@ -476,6 +443,43 @@ BEGIN
         -- be needed, and more than 8 remain: the rest at once.
         v_est := CASE WHEN v_matched = 0 THEN NULL ELSE v_seen * v_need * 5 / (4 * v_matched) END;
         v_size := CASE WHEN v_est <= 2048 THEN greatest(v_window / 2, v_est)::integer END;
+        -- The bucket and rest query, made once, when the walk first needs
+        -- it (a search that windows alone never reads the estimates).
+        IF v_bucket_sql IS NULL AND v_size IS NULL THEN
+            -- A bucket's candidates ($4: the bucket; $3: the position), or with no
+            -- bucket the rest of the tenant's.
+            -- The span index is asked with each pattern's rarest trigrams only
+            -- ($8[i], search_code_index_pattern), the patterns and the regex then
+            -- checked in full on its rows: as coalesce(content, ''), which no
+            -- index serves, so that the planner cannot hand their twenty trigrams
+            -- back to the index. Without patterns the regex is the index's
+            -- condition, as before.
+            IF v_npat > 0 THEN
+                v_idx := ARRAY(SELECT search_code_index_pattern(v_tenant, x.p) FROM unnest(p_patterns) WITH ORDINALITY AS x(p, n) ORDER BY x.n);
+            END IF;
+            IF v_idx IS NOT NULL AND v_idx IS DISTINCT FROM p_patterns THEN
+                v_cond := '';
+                FOR i IN 1 .. v_npat LOOP
+                    v_cond := v_cond || format(' AND c.content ILIKE $8[%s] COLLATE "C"', i);
+                END LOOP;
+                FOR i IN 1 .. v_npat LOOP
+                    v_cond := v_cond || format(' AND coalesce(c.content, %L) ILIKE $6[%s] COLLATE "C"', '', i);
+                END LOOP;
+                IF v_regex IS NOT NULL THEN
+                    v_cond := v_cond || format(' AND coalesce(c.content, %L) ~ $9 COLLATE "C"', '');
+                END IF;
+            ELSE
+                v_cond := v_pats;
+            END IF;
+            v_bucket_sql := format('WITH s AS MATERIALIZED (
+                    SELECT c.id, c.repository_id, c.file_id FROM public.code_chunks c
+                    WHERE c.tenant_id = $1 AND ($4::bigint IS NULL OR (c.id >> 13) = $4) %s)
+                SELECT ARRAY(SELECT s.id FROM s
+                    WHERE s.id > $3 AND s.repository_id = ANY($2)
+                      AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM public.code_files f
+                           WHERE f.tenant_id = $1 AND f.id = s.file_id AND f.path LIKE $7))
+                    ORDER BY s.id LIMIT $5)', v_cond);
+        END IF;
         v_rest := v_seen >= 8192 AND (v_est IS NULL OR v_est > 8 * 8192) AND (v_end >> 13) - ((v_lo + 1) >> 13) > 8;
         IF v_rest THEN
             IF NOT v_df_read THEN

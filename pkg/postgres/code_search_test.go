@@ -130,9 +130,7 @@ func TestSearchCandidatesHandoffs(t *testing.T) {
 	tenant, repos := seedCodeSpread(t, env, "spread", 12, 100, 3)
 	// The spread tenant has trigram estimates (the index is asked with a
 	// literal's rarest trigrams); the others have none (the whole literal).
-	if err := env.App.InTenant(context.Background(), tenant, func(tx *postgres.Tx) error { return tx.RefreshCodeStats(context.Background(), true) }); err != nil {
-		t.Fatal(err)
-	}
+	refreshCodeStats(t, env, tenant)
 	many, manyRepos := seedCodeSpread(t, env, "many", 70, 5, 3) // more repositories than get per-repository windows
 	packed, packedRepos := seedCodeSpread(t, env, "packed", 12, 100, 1)
 	pages := 0
@@ -155,10 +153,7 @@ func TestSearchCandidatesHandoffs(t *testing.T) {
 	// on bucket by bucket where the yield alone would take the rest at
 	// once: the same answers.
 	common, commonRepos := seedCodeSpread(t, env, "common", 12, 100, 1)
-	if _, err := env.Admin.Pool.Exec(context.Background(), `INSERT INTO code_trigram_stats (tenant_id, trigram, chunks)
-		SELECT $1, g, 100000 FROM unnest(ARRAY['', 'nee', 'eed', 'edl', 'dle', 'rar', 'are', 'edg', 'dge', 'mar', 'ark', 'rke', 'ker']) AS g`, common); err != nil {
-		t.Fatal(err)
-	}
+	forgeCodeStats(t, env, common, everyChunk(100000, "nee", "eed", "edl", "dle", "rar", "are", "edg", "dge", "mar", "ark", "rke", "ker"))
 	commonSets := []repoSet{{"twelve packed repositories, common estimates", commonRepos}, {"two apart, common estimates", []int64{commonRepos[1], commonRepos[7]}}}
 	checkCandidatesPages(t, env, common, commonSets, [][]string{{"edge_marker"}, {"needle_rare"}}, []string{""}, []int{1, 3, 32}, pages)
 	checkAroundBoundaries(t, env, common, commonSets, [][]string{{"needle_rare"}}, []int{1, 8}, true)
@@ -436,15 +431,9 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	// rare); in the dense one they say it has 100,000 chunks and the
 	// trigrams are in every one, so that the rest of the tenant would hold
 	// too many candidates to be rechecked at once.
-	ctx := context.Background()
-	if err := env.App.InTenant(ctx, spread, func(tx *postgres.Tx) error { return tx.RefreshCodeStats(ctx, true) }); err != nil {
-		t.Fatal(err)
-	}
+	refreshCodeStats(t, env, spread)
 	dense, denseRepos := seedCodeSpread(t, env, "dense", 12, 100, 3)
-	if _, err := env.Admin.Pool.Exec(ctx, `INSERT INTO code_trigram_stats (tenant_id, trigram, chunks)
-		SELECT $1, g, 100000 FROM unnest(ARRAY['', 'nee', 'eed', 'edl', 'dle', 'rar', 'are']) AS g`, dense); err != nil {
-		t.Fatal(err)
-	}
+	forgeCodeStats(t, env, dense, everyChunk(100000, "nee", "eed", "edl", "dle", "rar", "are"))
 	conn, plans := explainConn(t, env)
 	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32, $4)`
 	const (
@@ -465,8 +454,8 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		want  []string
 		never []string
 	}{
-		{"common literal, one repository: windows", tenant, repos[2:3], []string{"%common%"}, "", "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm"}},
-		{"common literal, many repositories: id-range windows", many, manyRepos, []string{"%common%"}, "", "", []string{"code_chunks_pkey"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm"}},
+		{"common literal, one repository: windows", tenant, repos[2:3], []string{"%common%"}, "", "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm", "code_trigram_stats"}},
+		{"common literal, many repositories: id-range windows", many, manyRepos, []string{"%common%"}, "", "", []string{"code_chunks_pkey"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm", "code_trigram_stats"}},
 		{"rare literal: buckets", tenant, repos[:3], rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
 		{"rare literal, twelve repositories: buckets", tenant, repos, rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
 		{"rare literal over many buckets: the rest at once", spread, spreadRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", whole}, []string{"Seq Scan on code_chunks"}},

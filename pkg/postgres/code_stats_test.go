@@ -10,6 +10,41 @@ import (
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
 )
 
+// refreshCodeStats refreshes tenant's trigram estimates (forced) as the
+// runtime role.
+func refreshCodeStats(t testing.TB, env *pgtest.Env, tenant string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error { return tx.RefreshCodeStats(ctx, true) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// forgeCodeStats writes trigram estimates for tenant as the administrator
+// (the empty trigram: its chunk count), so that a test chooses what the
+// search believes.
+func forgeCodeStats(t testing.TB, env *pgtest.Env, tenant string, chunks map[string]int64) {
+	t.Helper()
+	grams, counts := make([]string, 0, len(chunks)), make([]int64, 0, len(chunks))
+	for g, n := range chunks {
+		grams, counts = append(grams, g), append(counts, n)
+	}
+	if _, err := env.Admin.Pool.Exec(context.Background(), `INSERT INTO code_trigram_stats (tenant_id, trigram, chunks)
+		SELECT $1, g, n FROM unnest($2::text[], $3::bigint[]) AS x(g, n)`, tenant, grams, counts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// everyChunk is estimates saying that a tenant of n chunks holds each of
+// grams in every one.
+func everyChunk(n int64, grams ...string) map[string]int64 {
+	m := map[string]int64{"": n}
+	for _, g := range grams {
+		m[g] = n
+	}
+	return m
+}
+
 // TestRefreshCodeStats: a tenant's trigram estimates are its own chunks'
 // counts (exact below twice the sample), with its chunk count under the
 // empty trigram; another tenant's refresh leaves them alone and the
@@ -23,7 +58,11 @@ func TestRefreshCodeStats(t *testing.T) {
 	b, _ := seedCode(t, env, "stats-b", 2, 50)  // 200 chunks
 	refresh := func(tenant string, force bool) {
 		t.Helper()
-		if err := env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error { return tx.RefreshCodeStats(ctx, force) }); err != nil {
+		if force {
+			refreshCodeStats(t, env, tenant)
+			return
+		}
+		if err := env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error { return tx.RefreshCodeStats(ctx, false) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,16 +159,12 @@ func TestCodeStatsLongLiteral(t *testing.T) {
 	ctx := context.Background()
 	tenant, repos := seedCodeSpread(t, env, "long", 12, 100, 3)
 	words := []string{"aaa", "aaa", "aaa"}
-	grams := []string{"", "aaa"}
-	chunks := []int64{400000, 8200}
+	chunks := map[string]int64{"": 400000, "aaa": 8200}
 	for i := 0; len(words) < 203; i++ {
 		w := string(rune('b'+i/26%24)) + string(rune('a'+i%26)) + "q"
-		words, grams, chunks = append(words, w), append(grams, w), append(chunks, 8300)
+		words, chunks[w] = append(words, w), 8300
 	}
-	if _, err := env.Admin.Pool.Exec(ctx, `INSERT INTO code_trigram_stats (tenant_id, trigram, chunks)
-		SELECT $1, g, n FROM unnest($2::text[], $3::bigint[]) AS x(g, n)`, tenant, grams, chunks); err != nil {
-		t.Fatal(err)
-	}
+	forgeCodeStats(t, env, tenant, chunks)
 	query := strings.Join(words, " ")
 	plan, err := codeindex.NewPlan(query, false, false)
 	if err != nil {
