@@ -40,6 +40,12 @@ DROP POLICY IF EXISTS auth_session_read ON repo_memberships;
 CREATE POLICY auth_session_read ON repo_memberships FOR SELECT TO {{auth}} USING (true);
 DROP POLICY IF EXISTS auth_session_read ON oidc_group_mappings;
 CREATE POLICY auth_session_read ON oidc_group_mappings FOR SELECT TO {{auth}} USING (true);
+-- And the tenant's authentication epoch (migration 0062), read in the same
+-- snapshot as the facts: a request on cached facts later reads only the
+-- epoch, and the facts stand while it is unchanged.
+GRANT SELECT (tenant_id, epoch) ON auth_epochs TO {{auth}};
+DROP POLICY IF EXISTS auth_session_read ON auth_epochs;
+CREATE POLICY auth_session_read ON auth_epochs FOR SELECT TO {{auth}} USING (true);
 
 -- auth_token returns the facts the bearer authenticator decides on, for the
 -- token whose SHA-256 is p_hash, or no row. It does not decide itself so
@@ -77,7 +83,10 @@ RETURNS TABLE (
     -- The token's tenant's slug, so that a tenant endpoint
     -- (/t/{slug}/mcp) can confirm with these facts that the slug it
     -- resolved from memory still names that tenant (issue 11).
-    tenant_slug     text
+    tenant_slug     text,
+    -- The tenant's authentication epoch (0: no change since migration
+    -- 0062 or since the tenant was made).
+    auth_epoch      bigint
 )
 -- plpgsql, not sql: a LANGUAGE sql SECURITY DEFINER function is never
 -- inlined and is planned again on every call, while plpgsql keeps the plan
@@ -100,7 +109,8 @@ BEGIN
                      WHERE rm.tenant_id = t.tenant_id AND rm.user_id = t.user_id), '{}'),
            g.groups, g.roles, g.repos,
            t.oauth_grant_id,
-           tn.slug
+           tn.slug,
+           coalesce((SELECT e.epoch FROM public.auth_epochs e WHERE e.tenant_id = t.tenant_id), 0)
     FROM public.mcp_tokens t
     LEFT JOIN public.tenants tn ON tn.id = t.tenant_id
     LEFT JOIN public.users u ON u.tenant_id = t.tenant_id AND u.id = t.user_id

@@ -23,7 +23,13 @@ import (
 // expired token, a deleted user, MCP switched off, a disabled identity
 // provider, a removed mapping or membership refuses (or narrows) the very
 // next request, exactly as without the cache: the cache only saves the
-// round trip of the lookup, never the lookup.
+// round trip of the lookup, never the check.
+//
+// The check itself is cheap while nothing changed: the read brings along
+// only the tenant's authentication epoch, which every change of what
+// auth_token reads sets anew in its own transaction (migration 0062,
+// policies/tenancy.sql). An unchanged epoch confirms the cached facts as
+// they are; a new one makes Confirm decide on a full lookup, as above.
 
 // maxCachedFacts bounds the cache: a token's facts are a few hundred bytes
 // plus 8 bytes per granted repository.
@@ -95,7 +101,7 @@ func (b *Bearer) AuthenticateAhead(ctx context.Context, authorization, resource,
 		now := b.now()
 		if res := decide(f, true, hash, slug, now); accepted(res) {
 			return res, &Pending{b: b, key: key, hash: hash, slug: slug, now: now, res: res,
-				check: postgres.NewAuthCheck(hash, resource)}, nil
+				check: postgres.NewAuthCheck(hash, resource).WithCached(f)}, nil
 		}
 	}
 	res, err := b.lookUp(ctx, hash, resource, slug)

@@ -24,10 +24,20 @@ import (
 // is shown to anyone. Reads are read-only, so a read made for a token that
 // turns out to have been revoked has no effect but its discarded answer.
 //
+// With the facts the caller decided on (WithCached), the read brings along
+// only the tenant's authentication epoch (migration 0062), a primary-key
+// read instead of auth_token's joins: while it equals the epoch those facts
+// were read at, nothing auth_token reads has changed since (every such
+// change sets a new epoch in its own transaction), so they are the facts
+// auth_token would return now. When it differs, the check stays undone and
+// Facts looks the token up in full.
+//
 // An AuthCheck serves one request; its methods are safe for concurrent use.
 type AuthCheck struct {
 	hash     []byte
 	resource string
+	cached   *TokenFacts // nil: ride along with the full lookup
+	byEpoch  bool        // the facts are cached ones, confirmed by the epoch
 
 	mu      sync.Mutex
 	claimed bool // a read has queued the lookup and not yet failed
@@ -40,6 +50,40 @@ type AuthCheck struct {
 // resource (as for DB.AuthToken).
 func NewAuthCheck(hash []byte, resource string) *AuthCheck {
 	return &AuthCheck{hash: hash, resource: resource}
+}
+
+// WithCached makes c confirm f, the facts a lookup of the same token at the
+// same resource returned earlier, by the tenant's epoch alone, and returns
+// c. Call it before the check is attached to a context.
+func (c *AuthCheck) WithCached(f TokenFacts) *AuthCheck {
+	c.cached = &f
+	return c
+}
+
+// epochFor is the cached facts whose epoch a read of tenantID may confirm
+// (nil: the read brings the full lookup along). Only the token's own
+// tenant's epoch says anything about its facts.
+func (c *AuthCheck) epochFor(tenantID string) *TokenFacts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cached != nil && c.cached.TenantID == tenantID {
+		return c.cached
+	}
+	return nil
+}
+
+// setEpoch records the epoch a read brought along: the cached facts when it
+// is theirs; else the cached facts are given up, and a later read brings
+// the full lookup along (or Facts makes it).
+func (c *AuthCheck) setEpoch(epoch int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.claimed = false
+	if epoch == c.cached.Epoch {
+		c.facts, c.found, c.done, c.byEpoch = *c.cached, true, true, true
+	} else {
+		c.cached = nil
+	}
 }
 
 type authCheckKey struct{}
@@ -94,8 +138,13 @@ func (c *AuthCheck) Facts(ctx context.Context, db *DB) (f TokenFacts, found, rod
 // authTokenSQL is the one statement of DB.AuthToken and of an AuthCheck.
 const authTokenSQL = `SELECT token_id::text, tenant_id::text, user_id::text, expires_at, revoked_at,
 		last_used_at, user_active, mcp_enabled, idp_id::text, idp_enabled, idp_groups,
-		member_role, member_source, member_since, repo_ids, map_groups, map_roles, map_repo_ids, oauth_grant_id::text, coalesce(tenant_slug, '')
+		member_role, member_source, member_since, repo_ids, map_groups, map_roles, map_repo_ids, oauth_grant_id::text, coalesce(tenant_slug, ''),
+		auth_epoch
 	FROM auth_token($1, $2)`
+
+// authEpochSQL is the tenant's authentication epoch, as auth_token reads it
+// (run after the tenant is set: the runtime role reads only its tenant's).
+const authEpochSQL = `SELECT coalesce((SELECT epoch FROM auth_epochs WHERE tenant_id = $1), 0)`
 
 // scanTokenFacts reads auth_token's row (found is false when there is none).
 func scanTokenFacts(row pgx.Row) (f TokenFacts, found bool, err error) {
@@ -104,7 +153,7 @@ func scanTokenFacts(row pgx.Row) (f TokenFacts, found bool, err error) {
 	var groups, roles []string
 	var repos []int64
 	err = row.Scan(&f.TokenID, &f.TenantID, &f.UserID, &f.ExpiresAt, &f.RevokedAt, &f.LastUsedAt, &f.UserActive,
-		&f.MCPEnabled, &f.IdPID, &f.IdPEnabled, &f.IdPGroups, &role, &source, &since, &f.RepoIDs, &groups, &roles, &repos, &f.OAuthGrantID, &f.TenantSlug)
+		&f.MCPEnabled, &f.IdPID, &f.IdPEnabled, &f.IdPGroups, &role, &source, &since, &f.RepoIDs, &groups, &roles, &repos, &f.OAuthGrantID, &f.TenantSlug, &f.Epoch)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TokenFacts{}, false, nil
 	}

@@ -16,6 +16,14 @@ var SearchFindingsQuery = searchFindingsQuery
 // raw SQL on purpose).
 func Raw(tx *Tx) pgx.Tx { return tx.q }
 
+// ConfirmedByEpoch reports whether c's facts are the cached ones a read
+// confirmed by the tenant's epoch (not a lookup).
+func ConfirmedByEpoch(c *AuthCheck) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byEpoch
+}
+
 // ReadTenant and ReadTenantTimeout expose the single-round-trip tenant read
 // that TenantDB's methods use, for the tests of its isolation and timeout.
 func ReadTenant(ctx context.Context, db *DB, tenantID, sql string, args []any, scan func(pgx.Rows) error) error {

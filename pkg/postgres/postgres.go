@@ -201,21 +201,30 @@ func (db *DB) readTenantBatch(ctx context.Context, tenantID string, timeout time
 	b := &pgx.Batch{}
 	// A provisional authentication's check rides along (see AuthCheck):
 	// first in the pipeline, so the token is looked up before the read,
-	// and outside the read's statement timeout.
+	// and outside the read's statement timeout; or, for cached facts of
+	// this tenant, only its epoch, right after the tenant is set (the
+	// runtime role reads its own tenant's epoch only).
 	chk, _ := ctx.Value(authCheckKey{}).(*AuthCheck)
 	if chk != nil && !chk.claim() {
 		chk = nil
 	}
+	var cached *TokenFacts
 	if chk != nil {
+		cached = chk.epochFor(tenantID)
+	}
+	if chk != nil && cached == nil {
 		b.Queue(authTokenSQL, chk.hash, chk.resource)
 	}
 	b.Queue(setTenant, tenantID)
+	if cached != nil {
+		b.Queue(authEpochSQL, tenantID)
+	}
 	if timeout > 0 {
 		b.Queue("SELECT set_config('statement_timeout', $1, true)", strconv.FormatInt(timeout.Milliseconds(), 10))
 	}
 	b.Queue(sql, args...)
 	br := db.Pool.SendBatch(ctx, b)
-	if chk != nil {
+	if chk != nil && cached == nil {
 		f, found, err := scanTokenFacts(br.QueryRow())
 		if err != nil {
 			chk.release()
@@ -225,8 +234,20 @@ func (db *DB) readTenantBatch(ctx context.Context, tenantID string, timeout time
 		chk.set(f, found)
 	}
 	if _, err := br.Exec(); err != nil {
+		if chk != nil && cached != nil {
+			chk.release()
+		}
 		br.Close()
 		return err
+	}
+	if cached != nil {
+		var epoch int64
+		if err := br.QueryRow().Scan(&epoch); err != nil {
+			chk.release()
+			br.Close()
+			return err
+		}
+		chk.setEpoch(epoch)
 	}
 	if timeout > 0 {
 		if _, err := br.Exec(); err != nil {

@@ -48,7 +48,7 @@ func TestRLSCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"audit_events", "code_chunks", "code_files", "code_trigram_stats", "findings", "github_deliveries", "github_membership_refreshes", "github_pull_syncs", "identity_providers", "login_states", "mcp_tokens",
+	want := []string{"audit_events", "auth_epochs", "code_chunks", "code_files", "code_trigram_stats", "findings", "github_deliveries", "github_membership_refreshes", "github_pull_syncs", "identity_providers", "login_states", "mcp_tokens",
 		"oauth_clients", "oauth_codes", "oauth_grants", "oauth_refresh_tokens", "oidc_group_mappings", "pull_code_chunks", "pull_code_files", "pull_code_heads", "pull_requests", "repo_memberships", "repositories", "reviews", "rules", "secret_fingerprints",
 		"tenant_memberships", "tenant_settings", "token_handoffs", "users", "web_sessions"}
 	var got []string

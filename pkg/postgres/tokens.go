@@ -146,6 +146,9 @@ type TokenFacts struct {
 	OAuthGrantID *string
 	// TenantSlug is the slug of the token's tenant now.
 	TenantSlug string
+	// Epoch is the tenant's authentication epoch these facts were read at
+	// (AuthCheck.WithCached).
+	Epoch int64
 }
 
 // AuthToken looks a token up by its hash through the auth_token SECURITY
