@@ -466,7 +466,7 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		{"a literal's rarest trigrams ask the index, the literal checks", spread, spreadRepos, rare, "", "",
 			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `Filter: (COALESCE(content, ''::text) ~~* '%needle\_rare%'::text COLLATE "C")`},
 			[]string{"Seq Scan on code_chunks"}},
-		{"narrow path prefix", tenant, repos, []string{"%middleword%"}, "src/dir3/", "", []string{"code_files_tenant_path", "code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
+		{"narrow path prefix: the chunk ids from the files index alone", tenant, repos, []string{"%middleword%"}, "src/dir3/", "", []string{"code_files_tenant_path", "Index Only Scan using code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
 		// One repository of 100 files: its files by the repository's
 		// index or by the path's, as the planner's statistics of the day
 		// say; never every file.
