@@ -26,8 +26,8 @@ import (
 // round trip of the lookup, never the check.
 //
 // The check itself is cheap while nothing changed: the read brings along
-// only the tenant's authentication epoch, which every change of what
-// auth_token reads sets anew in its own transaction (migration 0062,
+// only the tenant's authentication epoch, which every transaction that
+// changes what auth_token reads sets anew as it commits (migration 0062,
 // policies/tenancy.sql). An unchanged epoch confirms the cached facts as
 // they are; a new one makes Confirm decide on a full lookup, as above.
 

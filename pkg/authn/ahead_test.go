@@ -57,6 +57,12 @@ func TestAheadRefusesTheNextRequest(t *testing.T) {
 		{name: "revoked, nothing read", holder: local(f), want: "revoked", noRead: true, change: func(h holder) {
 			f.in(f.acme, func(tx *postgres.Tx) error { return tx.RevokeToken(ctx, h.tokenID, "", actor) })
 		}},
+		{name: "token deleted", holder: local(f), want: "unknown", change: func(h holder) {
+			f.admin(`DELETE FROM mcp_tokens WHERE id = $1`, h.tokenID)
+		}},
+		{name: "token's expiry moved into the past", holder: local(f), want: "expired", change: func(h holder) {
+			f.admin(`UPDATE mcp_tokens SET expires_at = created_at + interval '1 second' WHERE id = $1`, h.tokenID)
+		}},
 		{name: "user deleted", holder: local(f), want: "revoked", change: func(h holder) {
 			f.in(f.acme, func(tx *postgres.Tx) error { return tx.DeleteUser(ctx, h.email, actor) })
 		}},
@@ -82,6 +88,11 @@ func TestAheadRefusesTheNextRequest(t *testing.T) {
 				_, err := tx.RemoveGroupMappings(ctx, f.idp, fmt.Sprintf("team-%d", n), "", nil, actor)
 				return err
 			})
+		}},
+		{name: "OIDC group snapshot changed", holder: func() (holder, string) {
+			return f.newHolder(f.acme, localMember, f.idp, mapped()), acmeResource
+		}, want: "no_grants_no_mapping", change: func(h holder) {
+			f.admin(`UPDATE mcp_tokens SET idp_groups = '{}' WHERE id = $1`, h.tokenID)
 		}},
 		{name: "repository access removed (grants narrow)", holder: local(f), want: "", change: func(h holder) {
 			f.admin(`DELETE FROM repo_memberships WHERE user_id = $1`, h.userID)

@@ -27,10 +27,10 @@ import (
 // With the facts the caller decided on (WithCached), the read brings along
 // only the tenant's authentication epoch (migration 0062), a primary-key
 // read instead of auth_token's joins: while it equals the epoch those facts
-// were read at, nothing auth_token reads has changed since (every such
-// change sets a new epoch in its own transaction), so they are the facts
-// auth_token would return now. When it differs, the check stays undone and
-// Facts looks the token up in full.
+// were read at, nothing auth_token reads has changed since (every
+// transaction with such a change sets a new epoch as it commits), so they
+// are the facts auth_token would return now. When it differs, the check
+// stays undone and Facts looks the token up in full.
 //
 // An AuthCheck serves one request; its methods are safe for concurrent use.
 type AuthCheck struct {

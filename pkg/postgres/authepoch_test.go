@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"testing"
@@ -137,6 +138,65 @@ func TestAuthEpochs(t *testing.T) {
 		t.Error("switching MCP off as the runtime role left the epoch")
 	}
 
+	// Inserts into and deletes from every table, in a tenant of their own
+	// (in the order their keys allow), each give it a new epoch.
+	c := seedTenant(t, env, "charlie")
+	crepo := addRepo(t, env, c, "charlie/api")
+	inserts := []struct{ table, sql string }{
+		{"tenant_settings", `INSERT INTO tenant_settings (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO UPDATE SET updated_at = now()`},
+		{"users", `INSERT INTO users (tenant_id, email) VALUES ($1, 'new@charlie.test')`},
+		{"tenant_memberships", `INSERT INTO tenant_memberships (tenant_id, user_id, role) SELECT tenant_id, id, 'member' FROM users WHERE tenant_id = $1`},
+		{"repo_memberships", `INSERT INTO repo_memberships (tenant_id, user_id, repository_id) SELECT tenant_id, id, ` + fmt.Sprint(crepo.ID) + ` FROM users WHERE tenant_id = $1`},
+		{"identity_providers", `INSERT INTO identity_providers (tenant_id, issuer, client_id, client_secret) VALUES ($1, 'https://idp.charlie.test', 'c', 's')`},
+		{"oidc_group_mappings", `INSERT INTO oidc_group_mappings (tenant_id, idp_id, group_name, role) SELECT tenant_id, id, 'team', 'member' FROM identity_providers WHERE tenant_id = $1`},
+	}
+	for _, in := range inserts {
+		before := epoch(c)
+		exec(in.sql, c)
+		if epoch(c) == before {
+			t.Errorf("an insert into %s left the epoch", in.table)
+		}
+	}
+	createToken(t, env, c, "new@charlie.test", "laptop", 30)
+	for _, table := range []string{"oidc_group_mappings", "identity_providers", "repo_memberships", "tenant_memberships", "mcp_tokens", "users", "tenant_settings", "tenants"} {
+		col := "tenant_id"
+		if table == "tenants" {
+			col = "id"
+		}
+		before := epoch(c)
+		exec(`DELETE FROM `+pgx.Identifier{table}.Sanitize()+` WHERE `+col+` = $1`, c)
+		if epoch(c) == before {
+			t.Errorf("a delete from %s left the epoch", table)
+		}
+	}
+
+	// The column lists of the row triggers: every column of mcp_tokens
+	// {{auth}} may read (auth_token's purpose) but last_used_at, and the
+	// tenant's id and slug.
+	for _, tc := range []struct {
+		table string
+		want  []string
+	}{{"mcp_tokens", nil}, {"tenants", []string{"id", "slug"}}} {
+		var got []string
+		if err := env.Admin.Pool.QueryRow(ctx, `SELECT array_agg(a.attname::text ORDER BY a.attname)
+			FROM pg_trigger g JOIN pg_attribute a ON a.attrelid = g.tgrelid AND a.attnum = ANY(g.tgattr)
+			WHERE g.tgrelid = $1::regclass AND g.tgname = 'auth_epoch'`, tc.table).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		want := tc.want
+		if want == nil {
+			if err := env.Admin.Pool.QueryRow(ctx, `SELECT array_agg(column_name::text ORDER BY column_name)
+				FROM information_schema.column_privileges
+				WHERE table_name = $1 AND grantee = $2 AND privilege_type = 'SELECT' AND column_name <> 'last_used_at'`,
+				tc.table, env.Roles.Auth).Scan(&want); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s's epoch trigger watches %v, want %v", tc.table, got, want)
+		}
+	}
+
 	// Nobody sets an epoch but the triggers; TRUNCATE is refused.
 	err = env.App.InTenant(ctx, a, func(tx *postgres.Tx) error {
 		_, err := postgres.Raw(tx).Exec(ctx, `UPDATE auth_epochs SET epoch = 1`)
@@ -149,6 +209,9 @@ func TestAuthEpochs(t *testing.T) {
 		if _, err := env.Admin.Pool.Exec(ctx, `TRUNCATE `+pgx.Identifier{table}.Sanitize()+` CASCADE`); err == nil {
 			t.Errorf("TRUNCATE %s was allowed", table)
 		}
+	}
+	if _, err := env.Admin.Pool.Exec(ctx, `DELETE FROM auth_epochs`); err == nil {
+		t.Error("deleting epochs was allowed (a missing row reads as epoch 0 again)")
 	}
 }
 
@@ -223,74 +286,180 @@ func TestAuthCheckByEpoch(t *testing.T) {
 	}
 }
 
-// TestAuthEpochsNoDeadlock: two transactions of one tenant that change the
-// same auth rows in opposite orders serialise on the tenant's epoch instead
-// of deadlocking: the second waits for the epoch before its statement
-// takes any row, so the first can go on to the second's rows and commit.
+// TestAuthEpochsNoDeadlock: the flows that change auth rows after locking
+// other rows (a revocation, an OAuth refresh or code exchange, the
+// membership refresh), interleaved with the ones that change those rows in
+// another order (deleting a user, an OIDC or GitHub sign-in), commit both,
+// as they did before epochs: a tenant's epoch is taken at commit, after
+// every other lock. (Taken at the first changing statement, each of these
+// deadlocked.)
 func TestAuthEpochsNoDeadlock(t *testing.T) {
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a := seedTenant(t, env, "acme")
-	repo := addRepo(t, env, a, "acme/api")
-	var users []string
-	for _, email := range []string{"one@acme.test", "two@acme.test"} {
-		u := addUser(t, env, a, email, codelotse.RoleMember)
-		users = append(users, u.ID)
-		if err := env.App.InTenant(ctx, a, func(tx *postgres.Tx) error { return tx.GrantRepository(ctx, u.ID, repo.ID) }); err != nil {
-			t.Fatal(err)
+	u := addUser(t, env, a, "dev@acme.test", codelotse.RoleMember)
+	old := addUser(t, env, a, "old@acme.test", codelotse.RoleMember)
+	createToken(t, env, a, "dev@acme.test", "laptop", 30)
+	var tok, idp, client, grant string
+	for _, q := range []struct {
+		sql  string
+		args []any
+		into *string
+	}{
+		{`SELECT id::text FROM mcp_tokens WHERE tenant_id = $1`, []any{a}, &tok},
+		{`INSERT INTO identity_providers (tenant_id, issuer, client_id, client_secret)
+			VALUES ($1, 'https://idp.example.test', 'c', 's') RETURNING id::text`, []any{a}, &idp},
+		{`INSERT INTO oauth_clients (tenant_id, client_id, kind, redirect_uris)
+			VALUES ($1, 'cld_x', 'dcr', ARRAY['http://127.0.0.1/cb']) RETURNING id::text`, []any{a}, &client},
+		{`INSERT INTO oauth_grants (tenant_id, user_id, client_ref, client_name, resource, idp_id, idp_groups, expires_at)
+			VALUES ($1, $2, $3::uuid, 'c', 'https://x/t/acme/mcp', $4::uuid, ARRAY['g'], now() + interval '30 days') RETURNING id::text`,
+			[]any{a, u.ID, &client, &idp}, &grant},
+	} {
+		for i, arg := range q.args {
+			if p, ok := arg.(*string); ok {
+				q.args[i] = *p
+			}
+		}
+		if err := env.Admin.Pool.QueryRow(ctx, q.sql, q.args...).Scan(q.into); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
 		}
 	}
-	touch := `UPDATE repo_memberships SET refreshed_at = now() WHERE tenant_id = $1 AND user_id = $2`
-	begin := func() (pgx.Tx, int) {
-		t.Helper()
+	for _, q := range []string{
+		`UPDATE users SET github_user_id = 1 WHERE id = '` + old.ID + `'`,
+		`INSERT INTO repositories (tenant_id, github_id, full_name, default_branch, url, private)
+			VALUES ('` + a + `', 42, 'acme/api', 'main', 'https://github.com/acme/api', true)`,
+	} {
+		if _, err := env.Admin.Pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	upsertRepo := `UPDATE repositories SET github_id = $2, full_name = $3 WHERE tenant_id = $1 AND github_id = $2 RETURNING id`
+	cases := []struct {
+		name  string
+		steps []step
+		same  bool // no auth row changes: the epoch stays
+	}{
+		{"RevokeToken (the token FOR UPDATE) against DeleteUser (users, then the user's tokens)", []step{
+			{tx: 0, sql: `SELECT revoked_at FROM mcp_tokens WHERE tenant_id = $1 AND id::text = $2 AND oauth_grant_id IS NULL FOR UPDATE`, args: []any{a, tok}},
+			{tx: 1, sql: `UPDATE users SET deleted_at = now() WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING id`, args: []any{a, u.ID}},
+			{tx: 1, sql: `UPDATE mcp_tokens SET revoked_at = now() WHERE tenant_id = $1 AND user_id = $2 AND revoked_at IS NULL`, args: []any{a, u.ID}, waits: true},
+			{tx: 0, sql: `UPDATE mcp_tokens SET revoked_at = now() WHERE tenant_id = $1 AND id::text = $2`, args: []any{a, tok}, waits: true},
+		}, false},
+		{"RefreshOAuthToken (the grant FOR UPDATE, then expired tokens) against an OIDC sign-in (tokens' groups, then grants')", []step{
+			{tx: 0, sql: `SELECT g.id FROM oauth_grants g WHERE g.tenant_id = $1 AND g.id = $2::uuid FOR UPDATE OF g`, args: []any{a, grant}},
+			{tx: 1, sql: `UPDATE mcp_tokens SET idp_groups = $4 WHERE tenant_id = $1 AND user_id = $2 AND idp_id = $3::uuid`, args: []any{a, u.ID, idp, []string{"g2"}}},
+			{tx: 1, sql: `UPDATE oauth_grants SET idp_groups = $4 WHERE tenant_id = $1 AND user_id = $2 AND idp_id = $3::uuid`, args: []any{a, u.ID, idp, []string{"g2"}}, waits: true},
+			{tx: 0, sql: `DELETE FROM mcp_tokens WHERE tenant_id = $1 AND oauth_grant_id = $2::uuid AND expires_at < now() - interval '1 day'`, args: []any{a, grant}, waits: true},
+		}, true},
+		{"the membership refresh (a repository, then memberships) against a first GitHub sign-in (a user, then that repository)", []step{
+			{tx: 0, sql: upsertRepo, args: []any{a, int64(42), "acme/api"}},
+			{tx: 1, sql: `INSERT INTO users (tenant_id, email, name, github_user_id, github_login) VALUES ($1, 'new@acme.test', 'New', 2, 'new') RETURNING id`, args: []any{a}},
+			{tx: 1, sql: upsertRepo, args: []any{a, int64(42), "acme/api"}, waits: true},
+			{tx: 0, sql: `DELETE FROM repo_memberships WHERE tenant_id = $1 AND user_id = $2`, args: []any{a, old.ID}, waits: true},
+		}, false},
+		{"ExchangeOAuthCode (the user FOR UPDATE, then expired tokens) against a sign-in (membership, then the user)", []step{
+			{tx: 0, sql: `SELECT email FROM users WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, args: []any{a, old.ID}},
+			{tx: 1, sql: `INSERT INTO tenant_memberships (tenant_id, user_id, role, source, refreshed_at) VALUES ($1, $2, 'member', 'github', now())
+				ON CONFLICT (tenant_id, user_id) DO UPDATE SET refreshed_at = now()`, args: []any{a, old.ID}},
+			{tx: 1, sql: `UPDATE users SET name = 'x' WHERE tenant_id = $1 AND id = $2`, args: []any{a, old.ID}, waits: true},
+			{tx: 0, sql: `DELETE FROM mcp_tokens WHERE tenant_id = $1 AND oauth_grant_id = gen_random_uuid()`, args: []any{a}, waits: true},
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := epochOf(t, env, a)
+			for i, err := range interleave(t, env, a, tc.steps) {
+				if err != nil {
+					t.Errorf("transaction %d: %v", i, err)
+				}
+			}
+			if changed := epochOf(t, env, a) != before; changed == tc.same {
+				t.Errorf("the tenant's epoch changed: %v, want %v", changed, !tc.same)
+			}
+		})
+	}
+}
+
+func epochOf(t *testing.T, env *pgtest.Env, tenant string) int64 {
+	t.Helper()
+	var e int64
+	if err := env.Admin.Pool.QueryRow(context.Background(), `SELECT coalesce((SELECT epoch FROM auth_epochs WHERE tenant_id = $1), 0)`, tenant).Scan(&e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// step is a statement of one of interleave's two transactions; waits: it
+// may block on the other's locks, so it runs in the background, and the
+// next step runs once it waits for a lock or is done.
+type step struct {
+	tx    int
+	sql   string
+	args  []any
+	waits bool
+}
+
+// interleave runs steps on two runtime-role transactions of tenant, in
+// order, commits both (the first, then the second), and returns the first
+// error of each. A lock wait that outlasts lock_timeout is an error, never
+// a hang.
+func interleave(t *testing.T, env *pgtest.Env, tenant string, steps []step) [2]error {
+	t.Helper()
+	ctx := context.Background()
+	var txs [2]pgx.Tx
+	var pids [2]int
+	for i := range txs {
 		tx, err := env.App.Pool.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var pid int
-		if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM set_config('app.tenant_id', $1, true)`, a).Scan(&pid); err != nil {
+		defer tx.Rollback(ctx)
+		if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM set_config('app.tenant_id', $1, true)`, tenant).Scan(&pids[i]); err != nil {
 			t.Fatal(err)
 		}
-		// A deadlock would be found after deadlock_timeout; nothing here
-		// may wait longer than this for anything else.
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '20s'`); err != nil {
 			t.Fatal(err)
 		}
-		return tx, pid
+		txs[i] = tx
 	}
-	first, _ := begin()
-	defer first.Rollback(ctx)
-	second, pid := begin()
-	defer second.Rollback(ctx)
-	if _, err := first.Exec(ctx, touch, a, users[0]); err != nil {
-		t.Fatal(err)
+	run := func(tx pgx.Tx, s step) error {
+		_, err := tx.Exec(ctx, s.sql, s.args...)
+		return err
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := second.Exec(ctx, touch, a, users[1])
-		done <- err
-	}()
-	// Wait until the second statement waits for a lock (the epoch's).
-	for waiting := false; !waiting; {
-		if err := env.Admin.Pool.QueryRow(ctx, `SELECT coalesce(wait_event_type, '') = 'Lock' FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("the second transaction did not wait for the first: %v", err)
-		case <-time.After(5 * time.Millisecond):
+	var errs [2]error
+	var pending [2]chan error
+	collect := func(i int) {
+		if pending[i] != nil {
+			if err := <-pending[i]; err != nil && errs[i] == nil {
+				errs[i] = err
+			}
+			pending[i] = nil
 		}
 	}
-	if _, err := first.Exec(ctx, touch, a, users[1]); err != nil {
-		t.Fatalf("the first transaction, going on to the second's rows: %v", err)
+	for _, s := range steps {
+		collect(s.tx)
+		if errs[s.tx] != nil {
+			continue
+		}
+		if !s.waits {
+			errs[s.tx] = run(txs[s.tx], s)
+			continue
+		}
+		ch := make(chan error, 1)
+		pending[s.tx] = ch
+		go func(tx pgx.Tx, s step) { ch <- run(tx, s) }(txs[s.tx], s)
+		for waiting := false; !waiting && len(ch) == 0; {
+			if err := env.Admin.Pool.QueryRow(ctx, `SELECT coalesce(wait_event_type, '') = 'Lock' FROM pg_stat_activity WHERE pid = $1`, pids[s.tx]).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
-	if err := first.Commit(ctx); err != nil {
-		t.Fatal(err)
+	for i := range txs {
+		collect(i)
+		if errs[i] == nil {
+			errs[i] = txs[i].Commit(ctx)
+		}
 	}
-	if err := <-done; err != nil {
-		t.Fatalf("the second transaction after the first committed: %v", err)
-	}
-	if err := second.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	return errs
 }
