@@ -61,28 +61,33 @@ DROP POLICY IF EXISTS auth_epoch_bump ON auth_epochs;
 CREATE POLICY auth_epoch_bump ON auth_epochs TO {{owner}} USING (true) WITH CHECK (true);
 
 -- auth_epoch_bump is a deferred constraint trigger, so it runs at COMMIT,
--- once per changed row (TG_ARGV[0] names the row's tenant column): the
--- first row of a tenant in a transaction sets the tenant's epoch, later
--- ones see the row already written by this transaction and stop. The
--- update's row lock orders a tenant's epochs as their transactions commit,
--- and is held only from there to the end of the commit: a transaction
--- takes it after every other lock it takes, so it cannot deadlock one that
--- waits for a row it holds (an epoch taken at the first changing statement
--- deadlocked sign-ins against revocations, OAuth refreshes and the
--- membership refresh, which lock other rows first).
+-- once per changed row (TG_ARGV[0] names the row's tenant column; a row
+-- moved to another tenant changes both): the first row of a tenant in a
+-- transaction sets the tenant's epoch, later ones see that this
+-- transaction set it and stop. The update's row lock orders a tenant's
+-- epochs as their transactions commit, and is held only from there to the
+-- end of the commit: a transaction takes it after every other lock it
+-- takes, so it cannot deadlock one that waits for a row it holds (an epoch
+-- taken at the first changing statement deadlocked sign-ins against
+-- revocations, OAuth refreshes and the membership refresh, which lock
+-- other rows first).
 CREATE OR REPLACE FUNCTION auth_epoch_bump() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, public, pg_temp
 AS $fn$
 DECLARE
-    v_tenant uuid := (to_jsonb(coalesce(NEW, OLD)) ->> TG_ARGV[0])::uuid;
+    v_tenant uuid;
 BEGIN
-    IF v_tenant IS NULL OR EXISTS (SELECT 1 FROM public.auth_epochs e
-                                   WHERE e.tenant_id = v_tenant AND e.xmin = pg_current_xact_id()::xid) THEN
-        RETURN NULL;
-    END IF;
-    INSERT INTO public.auth_epochs AS e (tenant_id, epoch) VALUES (v_tenant, nextval('public.auth_epoch_seq'))
-    ON CONFLICT (tenant_id) DO UPDATE SET epoch = excluded.epoch;
+    FOR v_tenant IN SELECT DISTINCT x.t FROM (VALUES ((to_jsonb(OLD) ->> TG_ARGV[0])::uuid),
+                                                     ((to_jsonb(NEW) ->> TG_ARGV[0])::uuid)) AS x(t)
+                    WHERE x.t IS NOT NULL LOOP
+        IF NOT EXISTS (SELECT 1 FROM public.auth_epochs e
+                       WHERE e.tenant_id = v_tenant AND e.xact = pg_current_xact_id()) THEN
+            INSERT INTO public.auth_epochs AS e (tenant_id, epoch, xact)
+            VALUES (v_tenant, nextval('public.auth_epoch_seq'), pg_current_xact_id())
+            ON CONFLICT (tenant_id) DO UPDATE SET epoch = excluded.epoch, xact = excluded.xact;
+        END IF;
+    END LOOP;
     RETURN NULL;
 END
 $fn$;

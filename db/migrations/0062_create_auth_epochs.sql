@@ -20,5 +20,9 @@
 CREATE SEQUENCE auth_epoch_seq;
 CREATE TABLE auth_epochs (
     tenant_id uuid PRIMARY KEY,
-    epoch     bigint NOT NULL CHECK (epoch > 0)
+    epoch     bigint NOT NULL CHECK (epoch > 0),
+    -- The transaction that set it (a 64-bit id, never reused: the row's
+    -- xmin wraps around), so that its later changed rows need not set it
+    -- again.
+    xact      xid8 NOT NULL
 );

@@ -138,6 +138,15 @@ func TestAuthEpochs(t *testing.T) {
 		t.Error("switching MCP off as the runtime role left the epoch")
 	}
 
+	// A row moved to another tenant changes both tenants' epochs.
+	exec(`DELETE FROM tenant_settings WHERE tenant_id = $1`, b)
+	ea, eb := epoch(a), epoch(b)
+	exec(`UPDATE tenant_settings SET tenant_id = $2 WHERE tenant_id = $1`, a, b)
+	if epoch(a) == ea || epoch(b) == eb {
+		t.Errorf("moving acme's settings to bravo: acme's epoch %d -> %d, bravo's %d -> %d", ea, epoch(a), eb, epoch(b))
+	}
+	exec(`UPDATE tenant_settings SET tenant_id = $2 WHERE tenant_id = $1`, b, a)
+
 	// Inserts into and deletes from every table, in a tenant of their own
 	// (in the order their keys allow), each give it a new epoch.
 	c := seedTenant(t, env, "charlie")
