@@ -116,6 +116,36 @@ $fn$;
 ALTER FUNCTION search_code_index_pattern(uuid, text) OWNER TO {{search}};
 REVOKE ALL ON FUNCTION search_code_index_pattern(uuid, text) FROM PUBLIC;
 
+-- search_code_pattern_share is the share of the tenant's chunks that hold
+-- p_pattern's rarest trigram (code_trigram_stats; of the runs of three or
+-- more ASCII letters or digits, as pg_trgm takes them; one missing there
+-- is rare): an upper bound of the share that holds the pattern. NULL
+-- without estimates, or for a pattern with no such trigram.
+DROP FUNCTION IF EXISTS search_code_pattern_share(uuid, text);
+CREATE FUNCTION search_code_pattern_share(p_tenant uuid, p_pattern text) RETURNS float8
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    v_all bigint;
+    v_min bigint;
+BEGIN
+    SELECT s.chunks INTO v_all FROM public.code_trigram_stats s
+    WHERE s.tenant_id = p_tenant AND s.trigram = '' AND s.chunks > 0;
+    IF v_all IS NULL THEN
+        RETURN NULL;
+    END IF;
+    SELECT min(coalesce((SELECT s.chunks FROM public.code_trigram_stats s
+                         WHERE s.tenant_id = p_tenant AND s.trigram = lower(substr(q.x[1], i.i, 3))), 0))
+    INTO v_min
+    FROM regexp_matches(p_pattern, '[A-Za-z0-9]{3,}', 'g') AS q(x)
+    CROSS JOIN LATERAL generate_series(1, length(q.x[1]) - 2) AS i(i);
+    RETURN v_min::float8 / v_all;
+END
+$fn$;
+ALTER FUNCTION search_code_pattern_share(uuid, text) OWNER TO {{search}};
+REVOKE ALL ON FUNCTION search_code_pattern_share(uuid, text) FROM PUBLIC;
+
 -- search_code_candidates returns the chunks of the given repositories whose
 -- content contains every pattern (case-insensitive ILIKE patterns under
 -- the "C" collation, already escaped and widened by the caller,
@@ -156,8 +186,10 @@ REVOKE ALL ON FUNCTION search_code_index_pattern(uuid, text) FROM PUBLIC;
 --    that common), whose recheck would cost more than walking on: then
 --    the walk goes on bucket by bucket, asking again after each. With
 --    estimates, buckets and the rest ask the index with each literal's
---    rarest trigrams when those are selective (search_code_index_pattern)
---    and check the whole literal on its rows. With few
+--    rarest trigrams when those are selective (search_code_index_pattern),
+--    leave a literal whose every trigram is in a third of the chunks to the
+--    rows when another is selective (search_code_pattern_share), and check
+--    the whole literals on their rows. With few
 --    repositories each bucket starts at the next chunk of one of them and
 --    the walk ends at their last chunk, so that one repository of many is
 --    searched over its own chunks. Each phase's matches come after the
@@ -224,6 +256,8 @@ DECLARE
     v_bucket_sql text;
     v_idx      text[];
     v_cond     text;
+    v_share    float8[];
+    v_common   constant float8 := 1.0 / 3;
     v_size     integer;
     v_rest     boolean := false;
     v_bucket   bigint;
@@ -457,10 +491,27 @@ BEGIN
             IF v_npat > 0 THEN
                 v_idx := ARRAY(SELECT search_code_index_pattern(v_tenant, x.p) FROM unnest(p_patterns) WITH ORDINALITY AS x(p, n) ORDER BY x.n);
             END IF;
+            -- Of several patterns, one whose every trigram is in more than
+            -- a third of the tenant's chunks (func in func \w+Handler\()
+            -- filters nothing the others do not, while the index reads its
+            -- posting lists over the whole bucket: it is checked on the
+            -- rows only, when another pattern is selective.
+            IF v_npat > 1 THEN
+                v_share := ARRAY(SELECT search_code_pattern_share(v_tenant, x.p) FROM unnest(p_patterns) WITH ORDINALITY AS x(p, n) ORDER BY x.n);
+                IF EXISTS (SELECT 1 FROM unnest(v_share) AS x(s) WHERE x.s <= v_common) THEN
+                    FOR i IN 1 .. v_npat LOOP
+                        IF v_share[i] > v_common THEN
+                            v_idx[i] := NULL;
+                        END IF;
+                    END LOOP;
+                END IF;
+            END IF;
             IF v_idx IS NOT NULL AND v_idx IS DISTINCT FROM p_patterns THEN
                 v_cond := '';
                 FOR i IN 1 .. v_npat LOOP
-                    v_cond := v_cond || format(' AND c.content ILIKE $8[%s] COLLATE "C"', i);
+                    IF v_idx[i] IS NOT NULL THEN
+                        v_cond := v_cond || format(' AND c.content ILIKE $8[%s] COLLATE "C"', i);
+                    END IF;
                 END LOOP;
                 FOR i IN 1 .. v_npat LOOP
                     v_cond := v_cond || format(' AND coalesce(c.content, %L) ILIKE $6[%s] COLLATE "C"', '', i);

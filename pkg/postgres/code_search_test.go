@@ -466,6 +466,11 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		{"a literal's rarest trigrams ask the index, the literal checks", spread, spreadRepos, rare, "", "",
 			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `Filter: (COALESCE(content, ''::text) ~~* '%needle\_rare%'::text COLLATE "C")`},
 			[]string{"Seq Scan on code_chunks"}},
+		// Of two patterns, one in every chunk (func f, by the real
+		// estimates) is checked on the rows only.
+		{"a pattern in every chunk is left to the rows", spread, spreadRepos, []string{`%needle\_rare%`, `%func f%`}, "", "",
+			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `(COALESCE(content, ''::text) ~~* '%func f%'::text COLLATE "C")`},
+			[]string{"Seq Scan on code_chunks", `'%needl%'::text COLLATE "C") AND (content ~~* '%func f%'`}},
 		{"narrow path prefix: the chunk ids from the files index alone", tenant, repos, []string{"%middleword%"}, "src/dir3/", "", []string{"code_files_tenant_path", "Index Only Scan using code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
 		// One repository of 100 files: its files by the repository's
 		// index or by the path's, as the planner's statistics of the day
