@@ -140,6 +140,10 @@ func TestSearchCandidatesHandoffs(t *testing.T) {
 	sets := []repoSet{{"one repository", repos[4:5]}, {"two apart", []int64{repos[2], repos[9]}}, {"twelve repositories", repos}}
 	pats := [][]string{{"edge_marker"}, {"common"}, {"middleword"}, {"needle_rare"}}
 	checkCandidatesPages(t, env, tenant, sets, pats, []string{"", "src/"}, []int{1, 2, 3, 5, 8, 13, 32, 200}, pages)
+	// Several literals, with the estimates: func f (in every chunk) is
+	// left to the rows, in either order.
+	multi := [][]string{{"needle_rare", "func f"}, {"func f", "needle_rare"}, {"middleword", "common"}, {"edge_marker", "func f", "common"}}
+	checkCandidatesPages(t, env, tenant, sets, multi, []string{"", "src/"}, []int{1, 3, 8, 32, 200}, pages)
 	checkCandidatesPages(t, env, many, []repoSet{{"seventy repositories", manyRepos}, {"sixty-nine", manyRepos[1:]}}, pats, []string{""}, []int{1, 3, 32, 200}, pages)
 	dense, denseRepos := seedCode(t, env, "dense", 70, 8) // id-range windows back to back
 	checkCandidatesPages(t, env, dense, []repoSet{{"seventy dense repositories", denseRepos}, {"every other", everyOther(denseRepos)}}, pats[1:], []string{""}, []int{1, 2, 3, 5, 8, 32}, pages)
@@ -471,6 +475,9 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		{"a pattern in every chunk is left to the rows", spread, spreadRepos, []string{`%needle\_rare%`, `%func f%`}, "", "",
 			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `(COALESCE(content, ''::text) ~~* '%func f%'::text COLLATE "C")`},
 			[]string{"Seq Scan on code_chunks", `'%needl%'::text COLLATE "C") AND (content ~~* '%func f%'`}},
+		{"a pattern in every chunk is left to the rows, first or last", spread, spreadRepos, []string{`%func f%`, `%needle\_rare%`}, "", "",
+			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `(COALESCE(content, ''::text) ~~* '%func f%'::text COLLATE "C")`},
+			[]string{"Seq Scan on code_chunks", `(content ~~* '%func f%'::text COLLATE "C") AND (content ~~* '%needl%'`}},
 		{"narrow path prefix: the chunk ids from the files index alone", tenant, repos, []string{"%middleword%"}, "src/dir3/", "", []string{"code_files_tenant_path", "Index Only Scan using code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
 		// One repository of 100 files: its files by the repository's
 		// index or by the path's, as the planner's statistics of the day
