@@ -54,23 +54,31 @@ REVOKE ALL ON FUNCTION search_code_regex(text) FROM PUBLIC;
 -- apart), so the caller checks p_pattern itself afterwards. p_pattern
 -- unchanged when it has at most three trigrams, when the three are
 -- estimated to select more than 8,192 of the tenant's chunks, or when the
--- tenant has no estimates.
+-- tenant has no estimates. share is the share of the tenant's chunks that
+-- hold the pattern's rarest trigram, an upper bound of the share that
+-- holds the pattern (NULL without estimates, or for a pattern without a
+-- trigram).
 DROP FUNCTION IF EXISTS search_code_index_pattern(uuid, text);
-CREATE FUNCTION search_code_index_pattern(p_tenant uuid, p_pattern text) RETURNS text
+CREATE FUNCTION search_code_index_pattern(p_tenant uuid, p_pattern text, OUT pattern text, OUT share float8)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    v_pos   integer[];
-    v_all   integer;
-    v_out   text := '%';
-    v_start integer;
-    v_end   integer;
-    v_est   bigint;
+    v_chunks bigint;
+    v_pos    integer[];
+    v_all    integer;
+    v_min    bigint;
+    v_out    text := '%';
+    v_start  integer;
+    v_end    integer;
+    v_est    bigint;
 BEGIN
+    pattern := p_pattern;
     -- (A tenant counted at no chunks has no shares to compute.)
-    IF NOT EXISTS (SELECT 1 FROM public.code_trigram_stats s WHERE s.tenant_id = p_tenant AND s.trigram = '' AND s.chunks > 0) THEN
-        RETURN p_pattern;
+    SELECT s.chunks INTO v_chunks FROM public.code_trigram_stats s
+    WHERE s.tenant_id = p_tenant AND s.trigram = '' AND s.chunks > 0;
+    IF v_chunks IS NULL THEN
+        RETURN;
     END IF;
     -- Every trigram of a run of ASCII letters and digits, at its place in
     -- the pattern (an escaped character is never a letter or digit, and a
@@ -89,17 +97,18 @@ BEGIN
     -- the rest's: per word the rarest share, the words' multiplied.
     e AS (SELECT min(c.df) AS df FROM c GROUP BY c.word)
     SELECT (SELECT count(*) FROM t)::integer,
+           (SELECT min(d.df) FROM d),
            (SELECT array_agg(c.pos ORDER BY c.pos) FROM c),
            (SELECT CASE WHEN min(e.df) = 0 THEN 0
-                        ELSE (n.chunks * exp(greatest(sum(ln(greatest(e.df, 1)::float8 / n.chunks)), -700)))::bigint END
-            FROM e CROSS JOIN (SELECT s.chunks FROM public.code_trigram_stats s
-                               WHERE s.tenant_id = p_tenant AND s.trigram = '' AND s.chunks > 0) n GROUP BY n.chunks)
-    INTO v_all, v_pos, v_est;
+                        ELSE (v_chunks * exp(greatest(sum(ln(greatest(e.df, 1)::float8 / v_chunks)), -700)))::bigint END
+            FROM e)
+    INTO v_all, v_min, v_pos, v_est;
+    share := v_min::float8 / v_chunks;
     -- Only when they are selective: a common literal's whole trigram set
     -- (with the word boundaries pg_trgm takes from it, context.Context)
     -- selects far fewer chunks than its three rarest letters.
     IF v_all <= 3 OR v_est > 8192 THEN
-        RETURN p_pattern;
+        RETURN;
     END IF;
     -- Overlapping or adjacent trigrams are one piece.
     FOREACH v_start IN ARRAY v_pos LOOP
@@ -110,41 +119,11 @@ BEGIN
         END IF;
         v_end := greatest(coalesce(v_end, 0), v_start + 2);
     END LOOP;
-    RETURN v_out || '%';
+    pattern := v_out || '%';
 END
 $fn$;
 ALTER FUNCTION search_code_index_pattern(uuid, text) OWNER TO {{search}};
 REVOKE ALL ON FUNCTION search_code_index_pattern(uuid, text) FROM PUBLIC;
-
--- search_code_pattern_share is the share of the tenant's chunks that hold
--- p_pattern's rarest trigram (code_trigram_stats; of the runs of three or
--- more ASCII letters or digits, as pg_trgm takes them; one missing there
--- is rare): an upper bound of the share that holds the pattern. NULL
--- without estimates, or for a pattern with no such trigram.
-DROP FUNCTION IF EXISTS search_code_pattern_share(uuid, text);
-CREATE FUNCTION search_code_pattern_share(p_tenant uuid, p_pattern text) RETURNS float8
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $fn$
-DECLARE
-    v_all bigint;
-    v_min bigint;
-BEGIN
-    SELECT s.chunks INTO v_all FROM public.code_trigram_stats s
-    WHERE s.tenant_id = p_tenant AND s.trigram = '' AND s.chunks > 0;
-    IF v_all IS NULL THEN
-        RETURN NULL;
-    END IF;
-    SELECT min(coalesce((SELECT s.chunks FROM public.code_trigram_stats s
-                         WHERE s.tenant_id = p_tenant AND s.trigram = lower(substr(q.x[1], i.i, 3))), 0))
-    INTO v_min
-    FROM regexp_matches(p_pattern, '[A-Za-z0-9]{3,}', 'g') AS q(x)
-    CROSS JOIN LATERAL generate_series(1, length(q.x[1]) - 2) AS i(i);
-    RETURN v_min::float8 / v_all;
-END
-$fn$;
-ALTER FUNCTION search_code_pattern_share(uuid, text) OWNER TO {{search}};
-REVOKE ALL ON FUNCTION search_code_pattern_share(uuid, text) FROM PUBLIC;
 
 -- search_code_candidates returns the chunks of the given repositories whose
 -- content contains every pattern (case-insensitive ILIKE patterns under
@@ -188,7 +167,7 @@ REVOKE ALL ON FUNCTION search_code_pattern_share(uuid, text) FROM PUBLIC;
 --    estimates, buckets and the rest ask the index with each literal's
 --    rarest trigrams when those are selective (search_code_index_pattern),
 --    leave a literal whose every trigram is in half of the chunks to the
---    rows when another is selective (search_code_pattern_share), and check
+--    rows when another is selective (its share, search_code_index_pattern), and check
 --    the whole literals on their rows. With few
 --    repositories each bucket starts at the next chunk of one of them and
 --    the walk ends at their last chunk, so that one repository of many is
@@ -489,7 +468,9 @@ BEGIN
             -- back to the index. Without patterns the regex is the index's
             -- condition, as before.
             IF v_npat > 0 THEN
-                v_idx := ARRAY(SELECT search_code_index_pattern(v_tenant, x.p) FROM unnest(p_patterns) WITH ORDINALITY AS x(p, n) ORDER BY x.n);
+                SELECT array_agg(r.pattern ORDER BY x.n), array_agg(r.share ORDER BY x.n) INTO v_idx, v_share
+                FROM unnest(p_patterns) WITH ORDINALITY AS x(p, n)
+                CROSS JOIN LATERAL search_code_index_pattern(v_tenant, x.p) AS r;
             END IF;
             -- Of several patterns, one whose every trigram is in more than
             -- half of the tenant's chunks (func, in 61 % of Go's, in
@@ -500,7 +481,6 @@ BEGIN
             -- at 40 % cut a selective one's candidates enough that leaving
             -- them to the rows cost 10-20 % in a review's test.)
             IF v_npat > 1 THEN
-                v_share := ARRAY(SELECT search_code_pattern_share(v_tenant, x.p) FROM unnest(p_patterns) WITH ORDINALITY AS x(p, n) ORDER BY x.n);
                 IF EXISTS (SELECT 1 FROM unnest(v_share) AS x(s) WHERE x.s <= v_common) THEN
                     FOR i IN 1 .. v_npat LOOP
                         IF v_share[i] > v_common THEN

@@ -60,16 +60,13 @@ func (c *AuthCheck) WithCached(f TokenFacts) *AuthCheck {
 	return c
 }
 
-// epochFor is the cached facts whose epoch a read of tenantID may confirm
-// (nil: the read brings the full lookup along). Only the token's own
-// tenant's epoch says anything about its facts.
-func (c *AuthCheck) epochFor(tenantID string) *TokenFacts {
+// byEpochOf reports whether a read of tenantID may confirm the cached
+// facts by its epoch (false: the read brings the full lookup along). Only
+// the token's own tenant's epoch says anything about its facts.
+func (c *AuthCheck) byEpochOf(tenantID string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cached != nil && c.cached.TenantID == tenantID {
-		return c.cached
-	}
-	return nil
+	return c.cached != nil && c.cached.TenantID == tenantID
 }
 
 // setEpoch records the epoch a read brought along: the cached facts when it

@@ -208,15 +208,12 @@ func (db *DB) readTenantBatch(ctx context.Context, tenantID string, timeout time
 	if chk != nil && !chk.claim() {
 		chk = nil
 	}
-	var cached *TokenFacts
-	if chk != nil {
-		cached = chk.epochFor(tenantID)
-	}
-	if chk != nil && cached == nil {
+	byEpoch := chk != nil && chk.byEpochOf(tenantID)
+	if chk != nil && !byEpoch {
 		b.Queue(authTokenSQL, chk.hash, chk.resource)
 	}
 	b.Queue(setTenant, tenantID)
-	if cached != nil {
+	if byEpoch {
 		b.Queue(authEpochSQL, tenantID)
 	}
 	if timeout > 0 {
@@ -224,7 +221,7 @@ func (db *DB) readTenantBatch(ctx context.Context, tenantID string, timeout time
 	}
 	b.Queue(sql, args...)
 	br := db.Pool.SendBatch(ctx, b)
-	if chk != nil && cached == nil {
+	if chk != nil && !byEpoch {
 		f, found, err := scanTokenFacts(br.QueryRow())
 		if err != nil {
 			chk.release()
@@ -234,13 +231,13 @@ func (db *DB) readTenantBatch(ctx context.Context, tenantID string, timeout time
 		chk.set(f, found)
 	}
 	if _, err := br.Exec(); err != nil {
-		if chk != nil && cached != nil {
+		if byEpoch {
 			chk.release()
 		}
 		br.Close()
 		return err
 	}
-	if cached != nil {
+	if byEpoch {
 		var epoch int64
 		if err := br.QueryRow().Scan(&epoch); err != nil {
 			chk.release()

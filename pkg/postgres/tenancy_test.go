@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,24 @@ func TestRLSCatalog(t *testing.T) {
 		}
 	}
 	rows.Close()
+
+	// The runtime role may execute exactly the system purposes' entry
+	// points (besides the extensions' and River's own functions): the
+	// helper that takes a tenant as an argument (search_code_index_pattern)
+	// and the trigger functions are not among them, so it cannot ask them
+	// about another tenant.
+	var callable []string
+	if err := env.Admin.Pool.QueryRow(ctx, `SELECT coalesce(array_agg(p.proname::text ORDER BY p.proname), '{}')
+		FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = 'public' AND p.proname NOT LIKE 'river\_%' AND has_function_privilege($1, p.oid, 'EXECUTE')
+		  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')`,
+		env.Roles.App).Scan(&callable); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"auth_token", "purge_expired_login_states", "search_code_candidates", "search_finding_ids",
+		"search_pull_code_candidates", "tenant_id_by_installation", "tenant_id_by_slug", "tenants_with_installation"}; !slices.Equal(callable, want) {
+		t.Errorf("the runtime role may execute %v, want %v", callable, want)
+	}
 
 	// The runtime role: no superuser, no BYPASSRLS, owns nothing; and no
 	// role of the installation has BYPASSRLS.
