@@ -468,3 +468,64 @@ func interleave(t *testing.T, env *pgtest.Env, tenant string, steps []step) [2]e
 	}
 	return errs
 }
+
+// TestAuthEpochDraftDropped: a database migrated with the first draft of
+// the epochs (b1a5056: statement-level triggers that took the epoch at the
+// first changing statement, and deadlocked) keeps none of its triggers or
+// functions once migrated again. The draft is replayed by name: what it
+// left behind is what the policies must remove.
+func TestAuthEpochDraftDropped(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, env.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tables := []string{"users", "tenant_settings", "identity_providers", "tenant_memberships",
+		"repo_memberships", "oidc_group_mappings", "mcp_tokens", "tenants"}
+	// As the policies ran it: as the owner of the schema.
+	draft := []string{
+		"SET ROLE " + pgx.Identifier{env.Roles.Owner}.Sanitize(),
+		`CREATE FUNCTION auth_epoch_set(p_tenants uuid[]) RETURNS void LANGUAGE sql AS 'SELECT'`,
+		`CREATE FUNCTION auth_epoch_lock() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END'`,
+		`CREATE FUNCTION auth_epoch_bump_row() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END'`,
+		`CREATE FUNCTION auth_epoch_no_truncate() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END'`,
+	}
+	for _, tb := range tables {
+		draft = append(draft,
+			fmt.Sprintf(`CREATE TRIGGER auth_epoch_lock BEFORE INSERT OR UPDATE OR DELETE ON %s FOR EACH STATEMENT EXECUTE FUNCTION auth_epoch_lock()`, tb),
+			fmt.Sprintf(`DROP TRIGGER auth_epoch_no_truncate ON %s`, tb),
+			fmt.Sprintf(`CREATE TRIGGER auth_epoch_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION auth_epoch_no_truncate()`, tb))
+		if tb == "mcp_tokens" || tb == "tenants" {
+			draft = append(draft, fmt.Sprintf(`CREATE TRIGGER auth_epoch_row AFTER DELETE ON %s FOR EACH ROW EXECUTE FUNCTION auth_epoch_bump_row()`, tb))
+			continue
+		}
+		for _, g := range []string{"insert", "update", "delete"} {
+			draft = append(draft, fmt.Sprintf(`CREATE TRIGGER auth_epoch_%s AFTER %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION auth_epoch_bump()`, g, g, tb))
+		}
+	}
+	for _, q := range append(draft, "RESET ROLE") {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := postgres.Migrate(ctx, conn, postgres.MigrateOptions{Roles: env.Roles}); err != nil {
+		t.Fatalf("migrate over the draft: %v", err)
+	}
+	got := env.AdminStrings(t, `SELECT c.relname || ': ' || string_agg(g.tgname, ', ' ORDER BY g.tgname)
+		FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid
+		WHERE NOT g.tgisinternal AND g.tgname LIKE 'auth_epoch%' AND c.relname = ANY($1)
+		GROUP BY c.relname ORDER BY c.relname`, tables)
+	var want []string
+	for _, tb := range slices.Sorted(slices.Values(tables)) {
+		want = append(want, tb+": auth_epoch, auth_epoch_no_truncate")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("epoch triggers after migrating over the draft:\n got %q\nwant %q", got, want)
+	}
+	if left := env.AdminStrings(t, `SELECT proname FROM pg_proc
+		WHERE proname IN ('auth_epoch_set', 'auth_epoch_lock', 'auth_epoch_bump_row', 'auth_epoch_no_truncate') ORDER BY 1`); len(left) > 0 {
+		t.Errorf("the draft's functions are still installed: %q", left)
+	}
+}
