@@ -199,10 +199,8 @@ func buildSearchFixture(b *testing.B, tree string) *searchBenchFixture {
 			b.Fatal(err)
 		}
 	}
-	for _, t := range []string{"code_chunks", "code_files", "repositories"} {
-		if _, err := env.Admin.Pool.Exec(ctx, "VACUUM ANALYZE "+t); err != nil {
-			b.Fatal(err)
-		}
+	if err := pgtest.Settle(ctx, env.Admin.Pool, "code_chunks", "code_files", "repositories"); err != nil {
+		b.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	deps := &Deps{DB: env.App, Shaper: shape.New(secretscan.New()), Logger: quiet}

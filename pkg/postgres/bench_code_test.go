@@ -172,10 +172,8 @@ func codeBenchSetup(b testing.TB) *codeBenchFixture {
 	if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error { return tx.RefreshCodeStats(ctx, true) }); err != nil {
 		b.Fatal(err)
 	}
-	for _, t := range []string{"code_chunks", "code_files", "repositories", "code_trigram_stats"} {
-		if _, err := env.Admin.Pool.Exec(ctx, "VACUUM ANALYZE "+t); err != nil {
-			b.Fatal(err)
-		}
+	if err := pgtest.Settle(ctx, env.Admin.Pool, "code_chunks", "code_files", "repositories", "code_trigram_stats"); err != nil {
+		b.Fatal(err)
 	}
 	var chunks int
 	if err := env.Admin.Pool.QueryRow(ctx, `SELECT count(*) FROM code_chunks`).Scan(&chunks); err != nil {

@@ -162,10 +162,8 @@ func SeedBigTenant(ctx context.Context, adminURL, slug string, size BigTenant) (
 	if err != nil {
 		return Seeded{}, err
 	}
-	for _, t := range []string{"repositories", "pull_requests", "findings", "repo_memberships", "tenant_memberships", "users"} {
-		if _, err := conn.Exec(ctx, "VACUUM ANALYZE "+t); err != nil {
-			return Seeded{}, err
-		}
+	if err := Settle(ctx, conn, "repositories", "pull_requests", "findings", "repo_memberships", "tenant_memberships", "users"); err != nil {
+		return Seeded{}, err
 	}
 	return s, nil
 }
