@@ -267,7 +267,19 @@ BEGIN
     IF v_npat > 5 THEN
         RAISE EXCEPTION 'search_code_candidates: at most 5 patterns';
     END IF;
+    -- Flat, so that p_repo_ids[1] is the one repository below whatever
+    -- the array's dimensions or bounds.
+    p_repo_ids := ARRAY(SELECT x.id FROM unnest(p_repo_ids) AS x(id));
+    v_nrepo := coalesce(array_length(p_repo_ids, 1), 0);
     IF v_nrepo = 0 OR p_after_chunk IS NULL THEN
+        RETURN;
+    END IF;
+    -- One repository is searched through its own key of the span index
+    -- (migration 0064), not the tenant's: a repository id belongs to one
+    -- tenant, and this one is checked to be the caller's tenant's first,
+    -- so that the key alone selects only the tenant's chunks.
+    IF v_nrepo = 1 AND NOT EXISTS (SELECT 1 FROM public.repositories r
+                                   WHERE r.tenant_id = v_tenant AND r.id = p_repo_ids[1]) THEN
         RETURN;
     END IF;
     v_filter := v_npat > 0 OR v_regex IS NOT NULL;
@@ -505,14 +517,23 @@ BEGIN
             ELSE
                 v_cond := v_pats;
             END IF;
+            -- The index is asked with the tenant, or with the one
+            -- repository (its bucket then holds only that repository's
+            -- candidates, not its neighbours', which were rechecked before
+            -- the repository filter could drop them; and its posting tree
+            -- is the repository's, not every chunk of the tenant's). The
+            -- tenant is then checked on the rows only (coalesce: no index
+            -- condition), a second guard.
             v_bucket_sql := format('WITH s AS MATERIALIZED (
                     SELECT c.id, c.repository_id, c.file_id FROM public.code_chunks c
-                    WHERE c.tenant_id = $1 AND ($4::bigint IS NULL OR (c.id >> 13) = $4) %s)
+                    WHERE %s AND ($4::bigint IS NULL OR (c.id >> 13) = $4) %s)
                 SELECT ARRAY(SELECT s.id FROM s
                     WHERE s.id > $3 AND s.repository_id = ANY($2)
                       AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM public.code_files f
                            WHERE f.tenant_id = $1 AND f.id = s.file_id AND f.path LIKE $7))
-                    ORDER BY s.id LIMIT $5)', v_cond);
+                    ORDER BY s.id LIMIT $5)',
+                CASE WHEN v_nrepo = 1 THEN 'c.repository_id = $2[1] AND coalesce(c.tenant_id, $1) = $1' ELSE 'c.tenant_id = $1' END,
+                v_cond);
         END IF;
         v_rest := v_seen >= 8192 AND (v_est IS NULL OR v_est > 8 * 8192) AND (v_end >> 13) - ((v_lo + 1) >> 13) > 8;
         IF v_rest THEN

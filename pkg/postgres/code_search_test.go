@@ -382,6 +382,7 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 		prefix   string
 	}{
 		{bRepos[:1], []string{"%func%"}, ""},
+		{bRepos[:1], []string{`%needle\_rare%`}, ""}, // one repository: its own key of the span index
 		{bRepos, []string{"%func%"}, ""},
 		{bRepos, []string{"%middleword%"}, ""},
 		{bRepos, []string{`%edge\_marker%`}, ""},
@@ -441,9 +442,12 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	conn, plans := explainConn(t, env)
 	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32, $4)`
 	const (
-		bucket     = "(id >> 13) = "               // the span index restricted to one bucket
-		whole      = "::uuid) AND (content ~~* '%" // the span index over the tenant's rest
-		wholeRegex = "::uuid) AND (content ~ '"    // the same, for a regex with no literal (its ARE alone)
+		bucket       = "(id >> 13) = "               // the span index restricted to one bucket
+		whole        = "::uuid) AND (content ~~* '%" // the span index over the tenant's rest
+		wholeRegex   = "::uuid) AND (content ~ '"    // the same, for a regex with no literal (its ARE alone)
+		repoKey      = "AND (repository_id = '"      // the span index asked with one repository
+		tenantBucket = "::uuid) AND ((id >> 13) = "  // ... and with the tenant
+		tenantOnRows = "(COALESCE(tenant_id, '"      // the tenant checked on the rows only
 	)
 	rare := []string{`%needle\_rare%`}
 	for _, tc := range []struct {
@@ -460,8 +464,12 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	}{
 		{"common literal, one repository: windows", tenant, repos[2:3], []string{"%common%"}, "", "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm", "code_trigram_stats"}},
 		{"common literal, many repositories: id-range windows", many, manyRepos, []string{"%common%"}, "", "", []string{"code_chunks_pkey"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm", "code_trigram_stats"}},
-		{"rare literal: buckets", tenant, repos[:3], rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
+		{"rare literal: buckets", tenant, repos[:3], rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket, tenantBucket}, []string{"Seq Scan on code_chunks", whole, repoKey}},
 		{"rare literal, twelve repositories: buckets", tenant, repos, rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
+		// One repository: the index is asked with its key, not the
+		// tenant's (the bucket holds only its candidates).
+		{"rare literal, one repository: buckets of its own", tenant, repos[2:3], rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket, repoKey, tenantOnRows}, []string{"Seq Scan on code_chunks", whole, tenantBucket}},
+		{"rare literal over many buckets, one repository: its own", spread, spreadRepos[1:2], rare, "", "", []string{"code_chunks_tenant_span_trgm", repoKey}, []string{"Seq Scan on code_chunks", whole, tenantBucket}},
 		{"rare literal over many buckets: the rest at once", spread, spreadRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", whole}, []string{"Seq Scan on code_chunks"}},
 		{"sparse matches of common trigrams over many buckets: buckets, never the rest", dense, denseRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
 		// With estimates the index is asked with the literal's three
