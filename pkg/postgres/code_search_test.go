@@ -382,7 +382,7 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 		prefix   string
 	}{
 		{bRepos[:1], []string{"%func%"}, ""},
-		{bRepos[:1], []string{`%needle\_rare%`}, ""}, // one repository: its own key of the span index
+		{bRepos[:1], []string{`%needle\_rare%`}, ""}, // one repository alone: refused by its tenant check
 		{bRepos, []string{"%func%"}, ""},
 		{bRepos, []string{"%middleword%"}, ""},
 		{bRepos, []string{`%edge\_marker%`}, ""},
@@ -469,7 +469,7 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		// One repository: the index is asked with its key, not the
 		// tenant's (the bucket holds only its candidates).
 		{"rare literal, one repository: buckets of its own", tenant, repos[2:3], rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket, repoKey, tenantOnRows}, []string{"Seq Scan on code_chunks", whole, tenantBucket}},
-		{"rare literal over many buckets, one repository: its own", spread, spreadRepos[1:2], rare, "", "", []string{"code_chunks_tenant_span_trgm", repoKey}, []string{"Seq Scan on code_chunks", whole, tenantBucket}},
+		{"rare literal, one repository of a spread tenant: its own key", spread, spreadRepos[1:2], rare, "", "", []string{"code_chunks_tenant_span_trgm", repoKey}, []string{"Seq Scan on code_chunks", whole, tenantBucket}},
 		{"rare literal over many buckets: the rest at once", spread, spreadRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", whole}, []string{"Seq Scan on code_chunks"}},
 		{"sparse matches of common trigrams over many buckets: buckets, never the rest", dense, denseRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
 		// With estimates the index is asked with the literal's three
