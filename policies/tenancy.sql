@@ -60,26 +60,6 @@ REVOKE USAGE ON SEQUENCE auth_epoch_seq FROM {{app}};
 DROP POLICY IF EXISTS auth_epoch_bump ON auth_epochs;
 CREATE POLICY auth_epoch_bump ON auth_epochs TO {{owner}} USING (true) WITH CHECK (true);
 
--- A first draft of the epochs (b1a5056, which never shipped but may have
--- migrated a developer's database) set them from statement-level triggers
--- that locked the epoch at the first changing statement, which deadlocks
--- (see below); its triggers and functions had other names, so nothing
--- below would replace them. They are dropped here (TestAuthEpochDraftDropped).
-DO $$
-DECLARE
-    t text;
-    g text;
-BEGIN
-    FOREACH t IN ARRAY ARRAY['users', 'tenant_settings', 'identity_providers', 'tenant_memberships',
-                             'repo_memberships', 'oidc_group_mappings', 'mcp_tokens', 'tenants'] LOOP
-        FOREACH g IN ARRAY ARRAY['auth_epoch_insert', 'auth_epoch_update', 'auth_epoch_delete',
-                                 'auth_epoch_lock', 'auth_epoch_row'] LOOP
-            EXECUTE format('DROP TRIGGER IF EXISTS %I ON %I', g, t);
-        END LOOP;
-    END LOOP;
-END
-$$;
-
 -- auth_epoch_bump is a deferred constraint trigger, so it runs at COMMIT,
 -- once per changed row (TG_ARGV[0] names the row's tenant column; a row
 -- moved to another tenant changes both): the first row of a tenant in a
@@ -158,9 +138,3 @@ CREATE CONSTRAINT TRIGGER auth_epoch AFTER DELETE OR UPDATE OF tenant_id, id, us
 DROP TRIGGER IF EXISTS auth_epoch ON tenants;
 CREATE CONSTRAINT TRIGGER auth_epoch AFTER DELETE OR UPDATE OF id, slug ON tenants
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION auth_epoch_bump('id');
--- The first draft's functions, once no trigger uses them (its TRUNCATE
--- triggers had today's name and were replaced above).
-DROP FUNCTION IF EXISTS auth_epoch_lock();
-DROP FUNCTION IF EXISTS auth_epoch_bump_row();
-DROP FUNCTION IF EXISTS auth_epoch_set(uuid[]);
-DROP FUNCTION IF EXISTS auth_epoch_no_truncate();
