@@ -274,14 +274,6 @@ BEGIN
     IF v_nrepo = 0 OR p_after_chunk IS NULL THEN
         RETURN;
     END IF;
-    -- One repository is searched through its own key of the span index
-    -- (migration 0064), not the tenant's: a repository id belongs to one
-    -- tenant, and this one is checked to be the caller's tenant's first,
-    -- so that the key alone selects only the tenant's chunks.
-    IF v_nrepo = 1 AND NOT EXISTS (SELECT 1 FROM public.repositories r
-                                   WHERE r.tenant_id = v_tenant AND r.id = p_repo_ids[1]) THEN
-        RETURN;
-    END IF;
     v_filter := v_npat > 0 OR v_regex IS NOT NULL;
     -- Patterns, the regex and the prefix are bound as parameters ($6[i],
     -- $9, $7), never spliced into the SQL; only the choice of predicates
@@ -518,12 +510,15 @@ BEGIN
                 v_cond := v_pats;
             END IF;
             -- The index is asked with the tenant, or with the one
-            -- repository (its bucket then holds only that repository's
-            -- candidates, not its neighbours', which were rechecked before
-            -- the repository filter could drop them; and its posting tree
-            -- is the repository's, not every chunk of the tenant's). The
-            -- tenant is then checked on the rows only (coalesce: no index
-            -- condition), a second guard.
+            -- repository (migration 0064: its bucket then holds only that
+            -- repository's candidates, not its neighbours', which were
+            -- rechecked before the repository filter could drop them; and
+            -- its posting tree is the repository's, not every chunk of the
+            -- tenant's). A repository id belongs to one tenant, and this
+            -- one is the caller's tenant's: the walk's end (v_end) is read
+            -- by tenant and repository, so another tenant's repository
+            -- never starts a walk. The tenant is checked on the rows too
+            -- (coalesce: no index condition), a second guard.
             v_bucket_sql := format('WITH s AS MATERIALIZED (
                     SELECT c.id, c.repository_id, c.file_id FROM public.code_chunks c
                     WHERE %s AND ($4::bigint IS NULL OR (c.id >> 13) = $4) %s)

@@ -382,7 +382,7 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 		prefix   string
 	}{
 		{bRepos[:1], []string{"%func%"}, ""},
-		{bRepos[:1], []string{`%needle\_rare%`}, ""}, // one repository alone: refused by its tenant check
+		{bRepos[:1], []string{`%needle\_rare%`}, ""}, // one repository alone: its walk ends before any bucket (v_end is read by tenant)
 		{bRepos, []string{"%func%"}, ""},
 		{bRepos, []string{"%middleword%"}, ""},
 		{bRepos, []string{`%edge\_marker%`}, ""},
