@@ -157,13 +157,16 @@ REVOKE ALL ON FUNCTION search_code_index_pattern(uuid, text) FROM PUBLIC;
 --    code_chunks_tenant_span_trgm (whose second column is the bucket) for
 --    its own matches, so that the work — the index walk and the recheck of
 --    the candidates, each a detoasted chunk — depends on the bucket and not
---    on the size of the tenant; phase 3, when the yield so far says more
---    than 8 buckets would be needed: the same index for the rest of the
---    tenant at once (a rare literal, whose candidates are few) — unless
---    the tenant's trigram estimates (code_trigram_stats) say the rest
---    holds more than 4,096 candidates (the literal's rarest trigram is
---    that common), whose recheck would cost more than walking on: then
---    the walk goes on bucket by bucket, asking again after each. With
+--    on the size of the tenant; phase 3, with more than 8 buckets left,
+--    when the yield so far says the page needs all of them (or nothing
+--    was found yet): the same index for the rest of the tenant at once (a
+--    rare literal, whose candidates are few) — unless the tenant's
+--    trigram estimates (code_trigram_stats) say the rest holds more than
+--    4,096 candidates (the literal's rarest trigram is that common), whose
+--    recheck would cost more than walking on. Otherwise the walk goes on
+--    bucket by bucket, asking again after each: the rest's candidates are
+--    all rechecked (a bitmap heap scan cannot stop in id order), most of
+--    them past the page's end when the yield says it ends sooner. With
 --    estimates, buckets and the rest ask the index with each literal's
 --    rarest trigrams when those are selective (search_code_index_pattern),
 --    leave a literal whose every trigram is in half of the chunks to the
@@ -530,7 +533,13 @@ BEGIN
                 CASE WHEN v_nrepo = 1 THEN 'c.repository_id = $2[1] AND coalesce(c.tenant_id, $1) = $1' ELSE 'c.tenant_id = $1' END,
                 v_cond);
         END IF;
-        v_rest := v_seen >= 8192 AND (v_est IS NULL OR v_est > 8 * 8192) AND (v_end >> 13) - ((v_lo + 1) >> 13) > 8;
+        -- The rest at once only when the yield says the page needs all of
+        -- it (or nothing was found yet): otherwise its candidates would be
+        -- rechecked, most of them past the page's end (the big tenant's
+        -- alternation rechecked 655 for 30 ids that the next seven buckets
+        -- held: 267 chunks checked in all now, 794 then), and the walk goes
+        -- on bucket by bucket.
+        v_rest := v_seen >= 8192 AND (v_est IS NULL OR v_est >= v_end - v_lo) AND (v_end >> 13) - ((v_lo + 1) >> 13) > 8;
         IF v_rest THEN
             IF NOT v_df_read THEN
                 -- How many of the tenant's chunks the index gives for the

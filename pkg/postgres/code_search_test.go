@@ -439,6 +439,12 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	refreshCodeStats(t, env, spread)
 	dense, denseRepos := seedCodeSpread(t, env, "dense", 12, 100, 3)
 	forgeCodeStats(t, env, dense, everyChunk(100000, "nee", "eed", "edl", "dle", "rar", "are"))
+	yield, yieldRepos := seedCodeSpread(t, env, "yield", 12, 100, 3)
+	if _, err := env.Admin.Pool.Exec(context.Background(), `UPDATE code_chunks c SET content = c.content || E'\nmid_marker()'
+		FROM (SELECT id, row_number() OVER (PARTITION BY repository_id ORDER BY id) AS n FROM code_chunks WHERE tenant_id = $1) r
+		WHERE c.tenant_id = $1 AND c.id = r.id AND r.n BETWEEN 151 AND 154`, yield); err != nil {
+		t.Fatal(err)
+	}
 	conn, plans := explainConn(t, env)
 	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32, $4)`
 	const (
@@ -497,6 +503,13 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		{"rare alternation, no literal: buckets", tenant, repos[:3], nil, "", `(needle_rare\(\)|nomatchatall)`, []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", wholeRegex}},
 		{"rare regex over many buckets: the rest at once", spread, spreadRepos, nil, "", `needle_\w+\(\)`, []string{"code_chunks_tenant_span_trgm", whole}, []string{"Seq Scan on code_chunks"}},
 		{"rare alternation over many buckets: the rest at once", spread, spreadRepos, nil, "", `(needle_rare|nomatchatall)\(`, []string{"code_chunks_tenant_span_trgm", wholeRegex}, []string{"Seq Scan on code_chunks"}},
+		// Past the first buckets, the yield says the page ends well
+		// before the tenant does (mid_marker: four chunks in the middle of
+		// each of the twelve repositories; 32 of them need eight): bucket by
+		// bucket, never the rest at once, whose candidates would all be
+		// rechecked, most of them past the page (a regex with no literal
+		// has no estimate to bound them).
+		{"sparse alternation, the page within the yield's reach: buckets, never the rest", yield, yieldRepos, nil, "", `(mid_marker|nomatchatall)\(`, []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", wholeRegex}},
 		{"common regex, one repository: windows", tenant, repos[2:3], nil, "", `Common\(\w+\)`, []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm"}},
 		{"regex, narrow path prefix", tenant, repos, nil, "src/dir3/", `Middle(Word|Name)\(`, []string{"code_files_tenant_path", "code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
 	} {
