@@ -600,10 +600,12 @@ CREATE POLICY code_search_read ON pull_code_chunks FOR SELECT TO {{search}} USIN
 
 -- search_pull_code_candidates runs in two phases, each in chunk order
 -- after p_after_chunk: phase 1 the chunks of the files the pull request
--- changes (at its head), phase 2 the chunks of the base index, each
--- marked shadowed when the pull request changes or deletes its path (the
--- caller skips those but pages past them, so a page shorter than p_limit
--- still means the phase is done). An unknown pull request returns nothing.
+-- changes (at its head), each marked shadowed when its path is outside
+-- p_path_prefix; phase 2 the chunks of the base index under the prefix
+-- (search_code_candidates over the repository), each marked shadowed when
+-- the pull request changes or deletes its path. The caller skips shadowed
+-- chunks but pages past them, so a page shorter than p_limit still means
+-- the phase is done. An unknown pull request returns nothing.
 -- p_regex is search_code_candidates's: a further filter (NULL: none),
 -- dropped when PostgreSQL cannot compile it.
 DROP FUNCTION IF EXISTS search_pull_code_candidates(bigint, integer, integer, text[], text, bigint, integer);
@@ -636,8 +638,8 @@ AS $fn$
 DECLARE
     v_tenant uuid := current_setting('app.tenant_id')::uuid;
     v_head   text;
-    v_from   text;
     v_sql    text;
+    v_files  integer;
     v_regex  text := search_code_regex(p_regex);
 BEGIN
     IF p_limit IS NULL OR p_limit < 1 OR p_limit > 5000 THEN
@@ -654,19 +656,49 @@ BEGIN
     IF v_head IS NULL THEN
         RETURN;
     END IF;
-    IF p_phase = 1 THEN
-        v_from := 'public.pull_code_chunks';
-    ELSE
-        v_from := 'public.code_chunks';
+    IF p_phase = 2 THEN
+        -- The base index: search_code_candidates over the one repository
+        -- (its windows, buckets and repository key, so that neither a
+        -- common nor a rare literal falls off a cliff in a big
+        -- repository, issue 11; the path prefix is applied there), each
+        -- chunk marked shadowed when the pull request changes or deletes
+        -- its path. It reads the tenant from app.tenant_id as this
+        -- function does, and the repository is the pull request's (its
+        -- head was read by tenant and repository above).
+        RETURN QUERY
+            SELECT b.chunk_id, b.repository_id, b.full_name, v_head, b.path, b.start_line, b.end_line, b.line_count, b.content,
+                   EXISTS (SELECT 1 FROM public.pull_code_files pf
+                           WHERE pf.tenant_id = v_tenant AND pf.repository_id = p_repo_id AND pf.number = p_number AND pf.path = b.path)
+            FROM public.search_code_candidates(ARRAY[p_repo_id], p_patterns, p_path_prefix, p_after_chunk, p_limit, p_regex) b
+            ORDER BY b.chunk_id;
+        RETURN;
     END IF;
-    -- Patterns and the regex are bound as parameters ($6[i], $9), never
-    -- spliced into the SQL.
-    v_sql := 'WITH cand AS MATERIALIZED (
+    -- The overlay. Patterns and the regex are bound as parameters ($6[i],
+    -- $9), never spliced into the SQL.
+    SELECT count(*)::int INTO v_files FROM (SELECT 1 FROM public.pull_code_files f
+        WHERE f.tenant_id = v_tenant AND f.repository_id = p_repo_id AND f.number = p_number LIMIT 2000) x;
+    IF v_files < 2000 THEN
+        -- The pull request's own files first, then their chunks (one
+        -- index lookup per file), checked without the trigram index: the
+        -- overlay's trigram index holds every open pull request of the
+        -- tenant, so that its candidates (and, for a small overlay, the
+        -- planner's scan of the tenant's overlay by its other index) grow
+        -- with the tenant's pull requests, not with this one. OFFSET 0
+        -- keeps each lookup a lookup. Only a pull request of 2,000 files
+        -- or more asks the trigram index.
+        v_sql := 'WITH cand AS MATERIALIZED (
             SELECT c.id, c.repository_id, c.file_id, c.start_line, c.end_line, c.content
-            FROM ' || v_from || ' c
-            WHERE c.tenant_id = $1 AND c.repository_id = $2 AND c.id > $4';
-    IF p_phase = 1 THEN
-        v_sql := v_sql || ' AND c.number = $7';
+            FROM public.pull_code_files pf
+            CROSS JOIN LATERAL (SELECT c.id, c.repository_id, c.file_id, c.start_line, c.end_line, c.content
+                                FROM public.pull_code_chunks c
+                                WHERE c.tenant_id = $1 AND c.file_id = pf.id AND c.id > $4
+                                  AND c.repository_id = $2 AND c.number = $7 OFFSET 0) c
+            WHERE pf.tenant_id = $1 AND pf.repository_id = $2 AND pf.number = $7';
+    ELSE
+        v_sql := 'WITH cand AS MATERIALIZED (
+            SELECT c.id, c.repository_id, c.file_id, c.start_line, c.end_line, c.content
+            FROM public.pull_code_chunks c
+            WHERE c.tenant_id = $1 AND c.repository_id = $2 AND c.id > $4 AND c.number = $7';
     END IF;
     FOR i IN 1 .. coalesce(array_length(p_patterns, 1), 0) LOOP
         v_sql := v_sql || format(' AND c.content ILIKE $6[%s] COLLATE "C"', i);
@@ -674,26 +706,13 @@ BEGIN
     IF v_regex IS NOT NULL THEN
         v_sql := v_sql || ' AND c.content ~ $9 COLLATE "C"';
     END IF;
-    v_sql := v_sql || ' ORDER BY c.id LIMIT $5)';
-    IF p_phase = 1 THEN
-        v_sql := v_sql || '
-            SELECT cand.id, cand.repository_id, r.full_name, $8, f.path, cand.start_line, cand.end_line, f.line_count, cand.content,
-                   NOT ($3 = $q$$q$ OR left(f.path, length($3)) = $3)
-            FROM cand
-            JOIN public.pull_code_files f ON f.tenant_id = $1 AND f.id = cand.file_id
-            JOIN public.repositories r ON r.tenant_id = $1 AND r.id = cand.repository_id
-            ORDER BY cand.id';
-    ELSE
-        v_sql := v_sql || '
-            SELECT cand.id, cand.repository_id, r.full_name, $8, f.path, cand.start_line, cand.end_line, f.line_count, cand.content,
-                   (NOT ($3 = $q$$q$ OR left(f.path, length($3)) = $3)) OR EXISTS (
-                       SELECT 1 FROM public.pull_code_files pf
-                       WHERE pf.tenant_id = $1 AND pf.repository_id = $2 AND pf.number = $7 AND pf.path = f.path)
-            FROM cand
-            JOIN public.code_files f ON f.tenant_id = $1 AND f.id = cand.file_id
-            JOIN public.repositories r ON r.tenant_id = $1 AND r.id = cand.repository_id
-            ORDER BY cand.id';
-    END IF;
+    v_sql := v_sql || ' ORDER BY c.id LIMIT $5)
+        SELECT cand.id, cand.repository_id, r.full_name, $8, f.path, cand.start_line, cand.end_line, f.line_count, cand.content,
+               NOT ($3 = $q$$q$ OR left(f.path, length($3)) = $3)
+        FROM cand
+        JOIN public.pull_code_files f ON f.tenant_id = $1 AND f.id = cand.file_id
+        JOIN public.repositories r ON r.tenant_id = $1 AND r.id = cand.repository_id
+        ORDER BY cand.id';
     RETURN QUERY EXECUTE v_sql USING v_tenant, p_repo_id, p_path_prefix, p_after_chunk, p_limit, p_patterns, p_number, v_head, v_regex;
 END
 $fn$;

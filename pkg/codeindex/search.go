@@ -170,7 +170,8 @@ func (s Searcher) Search(ctx context.Context, src Source, q Query) (Result, erro
 	if q.Plan.Tight {
 		first = 2 * (q.Limit + 1)
 	}
-	size := min(orDefault(s.FirstBatch, first), batch)
+	firstSize := min(orDefault(s.FirstBatch, first), batch)
+	size := firstSize
 	maxRounds := orDefault(s.MaxRounds, DefaultMaxRounds)
 	budget := orDefault(s.Budget, DefaultBudget)
 	deadline := orDefault(s.Deadline, DefaultDeadline)
@@ -230,8 +231,10 @@ func (s Searcher) Search(ctx context.Context, src Source, q Query) (Result, erro
 		if short {
 			if q.Pull && phase == 1 {
 				// The changed files are done; the base index beneath them
-				// is next, from its first chunk.
-				phase, after = 2, 0
+				// is next, from its first chunk, with the first round's
+				// size again: it is a walk of its own, and a round twice
+				// as large costs about twice as much there.
+				phase, after, size = 2, 0, firstSize
 				continue
 			}
 			exhausted = true

@@ -384,6 +384,12 @@ func TestSearchPullRequestPhases(t *testing.T) {
 	if want := "p1>0 p2>0 p1>499 p2>0"; strings.Join(src.calls, " ") != want {
 		t.Errorf("rounds %v, want %s", src.calls, want)
 	}
+	// The base index is a walk of its own: its first round asks for the
+	// first round's size, not twice the last phase-1 round's.
+	first := 2 * (q.Limit + 1)
+	if want := []int{first, first, first, first}; !reflect.DeepEqual(src.limits, want) {
+		t.Errorf("round sizes %v, want %v", src.limits, want)
+	}
 }
 
 // TestSearchRedactsBeforeClipping: Redact sees the whole stored window of

@@ -43,13 +43,44 @@ func BenchmarkSearchCodeBigTenant(b *testing.B) {
 		}
 	}
 	for name, searcher := range searchers {
-		b.Run(name, func(b *testing.B) { benchSearchCode(b, fx, searcher) })
+		b.Run(name, func(b *testing.B) { benchSearchCode(b, fx, searcher, 0) })
 	}
 }
 
-func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Searcher) {
+// BenchmarkSearchPullCodeBigTenant runs the same cases as searches at the
+// head of a pull request of the third repository (search_code with
+// pull_request): its overlay of five changed files, then the base index
+// beneath it (one repository of the big tenant), with BIGTENANT_DIV as
+// above:
+//
+//	BIGTENANT_DIV=1 go test ./pkg/postgres -run '^$' -bench SearchPullCodeBigTenant -benchtime 10x -timeout 60m
+func BenchmarkSearchPullCodeBigTenant(b *testing.B) {
+	fx := codeBenchSetup(b)
+	ctx := context.Background()
+	var changed []codeindex.File
+	for i, body := range []string{"package p\n\nfunc F(ctx context.Context) error { return nil }\n",
+		"package p\n\n// deadline exceeded\n", "package p\n\nfunc (r *Reader) ReadRune() {}\n",
+		"package p\n\nfunc okHandler(w http.ResponseWriter) {}\n", "package p\n\nvar ErrShortWrite = nil\n"} {
+		changed = append(changed, codeindex.File{Path: fmt.Sprintf("net/http/pr%d.go", i), Size: int64(len(body)), Language: "Go", Lines: codeindex.SplitLines(body)})
+	}
+	err := fx.env.App.InTenant(ctx, fx.tenant, func(tx *postgres.Tx) error {
+		_, err := tx.ReplacePullIndex(ctx, fx.repos[2], 1, strings.Repeat("b", 40), strings.Repeat("a", 40), changed, nil)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchSearchCode(b, fx, codeindex.Searcher{}, 1)
+}
+
+// benchSearchCode runs each case through search_code's engine; pull > 0
+// searches at that pull request's head of the third repository instead.
+func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Searcher, pull int) {
 	ctx := context.Background()
 	for _, tc := range pgtest.SearchCodeQueries {
+		if pull > 0 && tc.Repo != 0 {
+			continue
+		}
 		b.Run(tc.Name, func(b *testing.B) {
 			plan, err := codeindex.NewPlan(tc.Query, tc.Regex, false)
 			if err != nil {
@@ -63,9 +94,12 @@ func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Sear
 			if tc.Repo > 0 {
 				repos = fx.repos[tc.Repo-1 : tc.Repo]
 			}
-			src := benchSource{db: fx.env.App.Tenant(fx.tenant), repos: repos, patterns: plan.LikePatterns(), regex: plan.Regex, prefix: pf.Prefix}
+			if pull > 0 {
+				repos = fx.repos[2:3]
+			}
+			src := benchSource{db: fx.env.App.Tenant(fx.tenant), repos: repos, patterns: plan.LikePatterns(), regex: plan.Regex, prefix: pf.Prefix, pull: pull}
 			run := func() {
-				if _, err := searcher.Search(ctx, src, codeindex.Query{Plan: plan, Path: pf, Limit: 20, Context: 2}); err != nil {
+				if _, err := searcher.Search(ctx, src, codeindex.Query{Plan: plan, Path: pf, Limit: 20, Context: 2, Pull: pull > 0}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -75,16 +109,20 @@ func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Sear
 }
 
 // benchSource is the candidate source search_code gives the engine
-// (pkg/mcpserver's codeSource without a pull request).
+// (pkg/mcpserver's codeSource).
 type benchSource struct {
 	db       postgres.TenantDB
 	repos    []int64
 	patterns []string
 	regex    string
 	prefix   string
+	pull     int // a pull request of repos[0] (0: none)
 }
 
-func (s benchSource) Candidates(ctx context.Context, _ int, after int64, limit int) ([]codeindex.Candidate, error) {
+func (s benchSource) Candidates(ctx context.Context, phase int, after int64, limit int) ([]codeindex.Candidate, error) {
+	if s.pull > 0 {
+		return s.db.SearchPullCandidates(ctx, s.repos[0], s.pull, phase, s.patterns, s.regex, s.prefix, after, limit)
+	}
 	return s.db.SearchCandidates(ctx, s.repos, s.patterns, s.regex, s.prefix, after, limit)
 }
 

@@ -537,16 +537,7 @@ func TestSearchCandidatesPlans(t *testing.T) {
 			if os.Getenv("SHOW_PLANS") != "" {
 				t.Log(all)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(all, w) {
-					t.Errorf("plan does not use %s:\n%s", w, all)
-				}
-			}
-			for _, n := range tc.never {
-				if strings.Contains(all, n) {
-					t.Errorf("plan contains %q:\n%s", n, all)
-				}
-			}
+			assertPlan(t, all, tc.want, tc.never)
 		})
 	}
 }

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -127,5 +128,89 @@ func TestPullIndex(t *testing.T) {
 	}
 	if err := env.Admin.Pool.QueryRow(ctx, `SELECT count(*) FROM pull_code_chunks WHERE tenant_id = $1`, b).Scan(&left); err != nil || left == 0 {
 		t.Errorf("another tenant's overlay went too: %d, %v", left, err)
+	}
+}
+
+// TestSearchPullCandidatesPlans asserts, on seeded data and as the runtime
+// role, which indexes both phases of a search at a pull request's head read:
+// phase 1 a pull request's own files and their chunks (the overlay's trigram
+// index only for a pull request of 2,000 files or more), phase 2 what
+// search_code_candidates reads for one repository; never every chunk.
+func TestSearchPullCandidatesPlans(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	tenant, repos := seedCode(t, env, "pulls", 3, 400)
+	const base = "c0ffee"
+	overlay := func(n, files int) []codeindex.File {
+		var out []codeindex.File
+		for i := 0; i < files; i++ {
+			body := fmt.Sprintf("package p\n\nfunc Changed%d() {}\n", i)
+			if i%7 == 0 {
+				body += "\nfunc x() { needle_rare() }\n"
+			}
+			out = append(out, file(fmt.Sprintf("src/pr%d/f%04d.go", n, i), body))
+		}
+		return out
+	}
+	// Pull request 7 changes 10 files, 8 changes 2,000, and 20 others
+	// of another repository 50 each: the tenant's overlay is theirs too.
+	if err := env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+		for n, files := range map[int]int{7: 10, 8: 2000} {
+			if _, err := tx.ReplacePullIndex(ctx, repos[1], n, fmt.Sprintf("%040d", n), base, overlay(n, files), nil); err != nil {
+				return err
+			}
+		}
+		for n := 100; n < 120; n++ {
+			if _, err := tx.ReplacePullIndex(ctx, repos[2], n, fmt.Sprintf("%040d", n), base, overlay(n, 50), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgtest.Settle(ctx, env.Admin.Pool, "code_chunks", "code_files", "pull_code_chunks", "pull_code_files"); err != nil {
+		t.Fatal(err)
+	}
+	regexPlan, err := codeindex.NewPlan(`(needle_rare|nomatchatall)\(`, true, false)
+	if err != nil || regexPlan.Regex == "" {
+		t.Fatalf("regex plan: %+v, %v", regexPlan, err)
+	}
+	conn, plans := explainConn(t, env)
+	q := `SELECT chunk_id FROM search_pull_code_candidates($1, $2, $3, $4, '', 0, 32, $5)`
+	rare := []string{`%needle\_rare%`}
+	const (
+		ownFiles = "pull_code_files_tenant_id_repository_id_number_path_key"
+		overTrgm = "Bitmap Index Scan on pull_code_chunks_tenant_content_trgm"
+	)
+	for _, tc := range []struct {
+		name     string
+		number   int
+		phase    int
+		patterns []string
+		regex    any
+		want     []string
+		never    []string
+	}{
+		{"literal, a small overlay: its own files", 7, 1, rare, nil,
+			[]string{ownFiles, "pull_code_chunks_tenant_file"}, []string{"Seq Scan on pull_code_", overTrgm}},
+		{"regex alone, a small overlay: its own files", 7, 1, regexPlan.LikePatterns(), regexPlan.Regex,
+			[]string{ownFiles, "pull_code_chunks_tenant_file"}, []string{"Seq Scan on pull_code_", overTrgm}},
+		{"literal, an overlay of 2,000 files: the trigram index", 8, 1, rare, nil,
+			[]string{overTrgm}, []string{"Seq Scan on pull_code_chunks"}},
+		{"regex alone, an overlay of 2,000 files: the trigram index", 8, 1, regexPlan.LikePatterns(), regexPlan.Regex,
+			[]string{overTrgm, "(content ~ '"}, []string{"Seq Scan on pull_code_chunks"}},
+		{"literal, the base index: search_code_candidates", 7, 2, rare, nil,
+			[]string{"search_code_candidates", "code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks"}},
+		{"regex alone, the base index: search_code_candidates", 7, 2, regexPlan.LikePatterns(), regexPlan.Regex,
+			[]string{"search_code_candidates", "code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			patterns := tc.patterns
+			if patterns == nil {
+				patterns = []string{}
+			}
+			assertPlan(t, planOf(t, conn, plans, tenant, q, repos[1], tc.number, tc.phase, patterns, tc.regex), tc.want, tc.never)
+		})
 	}
 }
