@@ -439,6 +439,20 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	refreshCodeStats(t, env, spread)
 	dense, denseRepos := seedCodeSpread(t, env, "dense", 12, 100, 3)
 	forgeCodeStats(t, env, dense, everyChunk(100000, "nee", "eed", "edl", "dle", "rar", "are"))
+	// One repository over six or seven buckets: its 200 chunks, then
+	// five copies of them, each from the next bucket on.
+	lone, loneRepos := seedCodeSpread(t, env, "lone", 1, 100, 0)
+	for i := 0; i < 5; i++ {
+		if _, err := env.Admin.Pool.Exec(context.Background(), `SELECT setval(pg_get_serial_sequence('code_chunks', 'id'),
+			(nextval(pg_get_serial_sequence('code_chunks', 'id')) / $1 + 1) * $1)`, spanBucket); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Admin.Pool.Exec(context.Background(), `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
+			SELECT tenant_id, repository_id, file_id, start_line + 1000, end_line + 1000, content FROM code_chunks
+			WHERE tenant_id = $1 AND id < (SELECT min(id) FROM code_chunks WHERE tenant_id = $1) + 200 ORDER BY id`, lone); err != nil {
+			t.Fatal(err)
+		}
+	}
 	yield, yieldRepos := seedCodeSpread(t, env, "yield", 12, 100, 3)
 	if _, err := env.Admin.Pool.Exec(context.Background(), `UPDATE code_chunks c SET content = c.content || E'\nmid_marker()'
 		FROM (SELECT id, row_number() OVER (PARTITION BY repository_id ORDER BY id) AS n FROM code_chunks WHERE tenant_id = $1) r
@@ -448,12 +462,13 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	conn, plans := explainConn(t, env)
 	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32, $4)`
 	const (
-		bucket       = "(id >> 13) = "               // the span index restricted to one bucket
-		whole        = "::uuid) AND (content ~~* '%" // the span index over the tenant's rest
-		wholeRegex   = "::uuid) AND (content ~ '"    // the same, for a regex with no literal (its ARE alone)
-		repoKey      = "AND (repository_id = '"      // the span index asked with one repository
-		tenantBucket = "::uuid) AND ((id >> 13) = "  // ... and with the tenant
-		tenantOnRows = "(COALESCE(tenant_id, '"      // the tenant checked on the rows only
+		bucket       = "(id >> 13) = "                   // the span index restricted to one bucket
+		whole        = "::uuid) AND (content ~~* '%"     // the span index over the tenant's rest
+		wholeRegex   = "::uuid) AND (content ~ '"        // the same, for a regex with no literal (its ARE alone)
+		repoKey      = "AND (repository_id = '"          // the span index asked with one repository
+		tenantBucket = "::uuid) AND ((id >> 13) = "      // ... and with the tenant
+		tenantOnRows = "(COALESCE(tenant_id, '"          // the tenant checked on the rows only
+		repoRest     = "Index Cond: ((repository_id = '" // the span index over one repository's rest
 	)
 	rare := []string{`%needle\_rare%`}
 	for _, tc := range []struct {
@@ -503,6 +518,10 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		{"rare alternation, no literal: buckets", tenant, repos[:3], nil, "", `(needle_rare\(\)|nomatchatall)`, []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", wholeRegex}},
 		{"rare regex over many buckets: the rest at once", spread, spreadRepos, nil, "", `needle_\w+\(\)`, []string{"code_chunks_tenant_span_trgm", whole}, []string{"Seq Scan on code_chunks"}},
 		{"rare alternation over many buckets: the rest at once", spread, spreadRepos, nil, "", `(needle_rare|nomatchatall)\(`, []string{"code_chunks_tenant_span_trgm", wholeRegex}, []string{"Seq Scan on code_chunks"}},
+		// One repository asks the index with its own key for its rest as
+		// well (the rest is the repository's, so it is taken with fewer
+		// buckets left than a tenant's).
+		{"rare literal, one repository over six buckets: the rest of its own", lone, loneRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", repoKey, repoRest, tenantOnRows}, []string{"Seq Scan on code_chunks", whole, tenantBucket}},
 		// Past the first buckets, the yield says the page ends well
 		// before the tenant does (mid_marker: four chunks in the middle of
 		// each of the twelve repositories; 32 of them need eight): bucket by
