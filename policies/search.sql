@@ -255,6 +255,7 @@ DECLARE
     v_df       bigint;
     v_df_read  boolean := false;
     v_first    bigint;
+    v_start    bigint;
     -- A page of rows by primary key ($2: the ids, in order); OFFSET 0 keeps
     -- each lateral lookup a lookup, never a hash of every file of the tenant.
     v_rows_sql constant text := 'SELECT c.id, c.repository_id, r.full_name, f.commit_sha, f.path, c.start_line, c.end_line, f.line_count, c.content
@@ -575,9 +576,22 @@ BEGIN
                 JOIN public.code_trigram_stats n ON n.tenant_id = v_tenant AND n.trigram = '' AND n.chunks > 0
                 GROUP BY n.chunks;
                 SELECT min(c.id) INTO v_first FROM public.code_chunks c WHERE c.tenant_id = v_tenant;
+                -- Where the rest query's index scan starts: its ids are
+                -- bounded only after the recheck (outside the CTE), so it
+                -- rechecks the candidates before the position too, from
+                -- the one repository's first chunk (its key), else the
+                -- tenant's.
+                IF v_nrepo = 1 THEN
+                    SELECT min(c.id) INTO v_start FROM public.code_chunks c
+                    WHERE c.tenant_id = v_tenant AND c.repository_id = p_repo_ids[1];
+                END IF;
+                v_start := coalesce(v_start, v_first);
                 v_df_read := true;
             END IF;
-            v_rest := v_df IS NULL OR v_df * (v_end - v_lo) / greatest(v_end - v_first, 1) <= v_rest_max;
+            -- The candidates the rest query rechecks: the estimate's
+            -- share of the ids from v_start to the end (not only the ids
+            -- left, which a deep page would underestimate).
+            v_rest := v_df IS NULL OR v_df * (v_end - v_start) / greatest(v_end - v_first, 1) <= v_rest_max;
         END IF;
     END LOOP;
     PERFORM set_config('enable_seqscan', 'on', true);
@@ -654,7 +668,7 @@ BEGIN
     IF coalesce(array_length(p_patterns, 1), 0) > 5 THEN
         RAISE EXCEPTION 'search_pull_code_candidates: at most 5 patterns';
     END IF;
-    IF p_phase NOT IN (1, 2) THEN
+    IF p_phase IS NULL OR p_phase NOT IN (1, 2) THEN
         RAISE EXCEPTION 'search_pull_code_candidates: phase must be 1 or 2';
     END IF;
     SELECT h.head_sha INTO v_head FROM public.pull_code_heads h

@@ -453,6 +453,8 @@ func TestSearchCandidatesPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	deep, deepRepos := seedCodeSpread(t, env, "deep", 12, 100, 3)
+	forgeCodeStats(t, env, deep, everyChunk(9000, "nee", "eed", "edl", "dle", "rar", "are"))
 	yield, yieldRepos := seedCodeSpread(t, env, "yield", 12, 100, 3)
 	if _, err := env.Admin.Pool.Exec(context.Background(), `UPDATE code_chunks c SET content = c.content || E'\nmid_marker()'
 		FROM (SELECT id, row_number() OVER (PARTITION BY repository_id ORDER BY id) AS n FROM code_chunks WHERE tenant_id = $1) r
@@ -559,6 +561,24 @@ func TestSearchCandidatesPlans(t *testing.T) {
 			assertPlan(t, all, tc.want, tc.never)
 		})
 	}
+	// A deep page: the rest query rechecks its scope's candidates before
+	// the position too (its ids are bounded after the recheck), so the
+	// estimate that bounds it counts them. Here they say 9,000 of the
+	// tenant's chunks hold the literal; a third of them lie after the
+	// position (the last five of twelve repositories), which alone would
+	// pass the bound of 4,096.
+	t.Run("deep page, the rest's whole scope too common: buckets, never the rest", func(t *testing.T) {
+		var after int64
+		if err := env.Admin.Pool.QueryRow(context.Background(), `SELECT min(id) - 1 FROM code_chunks WHERE tenant_id = $1 AND repository_id = $2`,
+			deep, deepRepos[7]).Scan(&after); err != nil {
+			t.Fatal(err)
+		}
+		all := planOf(t, conn, plans, deep, `SELECT chunk_id FROM search_code_candidates($1, $2, '', $3, 32)`, deepRepos, rare, after)
+		if os.Getenv("SHOW_PLANS") != "" {
+			t.Log(all)
+		}
+		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole})
+	})
 }
 
 // appliesRegex reports whether a plan has an index condition (or, unless

@@ -124,9 +124,10 @@ func (tx *Tx) DropPullIndexes(ctx context.Context, repoID int64, open []int) (_ 
 }
 
 // SearchPullCandidates runs search_pull_code_candidates: phase 1 the pull
-// request's changed files, phase 2 the base index (Shadowed marks chunks
-// the pull request replaces, and chunks outside pathPrefix). patterns and
-// regex filter as in SearchCandidates.
+// request's changed files (Shadowed marks those outside pathPrefix), phase
+// 2 the base index under pathPrefix (Shadowed marks chunks the pull
+// request replaces or deletes). patterns and regex filter as in
+// SearchCandidates.
 func (t TenantDB) SearchPullCandidates(ctx context.Context, repoID int64, number, phase int, patterns []string, regex, pathPrefix string, afterID int64, limit int) (_ []Candidate, err error) {
 	defer wrap(&err, "postgres.SearchPullCandidates")
 	db, tenantID := t.db, t.tenantID

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -51,11 +52,11 @@ func TestPullIndex(t *testing.T) {
 	// visibleBy runs both phases with the patterns and the regex and
 	// returns the paths of the chunks a search would keep; visible with
 	// one literal pattern.
-	visibleBy := func(tenant string, repoID int64, number int, likes []string, regex string) []string {
+	visibleBy := func(tenant string, repoID int64, number int, likes []string, regex, prefix string) []string {
 		t.Helper()
 		var out []string
 		for phase := 1; phase <= 2; phase++ {
-			cands, err := env.App.Tenant(tenant).SearchPullCandidates(ctx, repoID, number, phase, likes, regex, "", 0, 100)
+			cands, err := env.App.Tenant(tenant).SearchPullCandidates(ctx, repoID, number, phase, likes, regex, prefix, 0, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +73,7 @@ func TestPullIndex(t *testing.T) {
 	}
 	visible := func(tenant string, repoID int64, number int, pattern string) []string {
 		t.Helper()
-		return visibleBy(tenant, repoID, number, []string{"%" + pattern + "%"}, "")
+		return visibleBy(tenant, repoID, number, []string{"%" + pattern + "%"}, "", "")
 	}
 	for pattern, want := range map[string]string{"HeadOnly": "main.go", "BaseOnly": "", "GoneNeedle": "", "SameNeedle": "same.go", "NewNeedle": "new.go"} {
 		if got := strings.Join(visible(a, repo.ID, 7, pattern), ","); got != want {
@@ -81,8 +82,19 @@ func TestPullIndex(t *testing.T) {
 	}
 	// A regex prefilter alone (an alternation, no pattern) filters both
 	// phases the same way.
-	if got := strings.Join(visibleBy(a, repo.ID, 7, nil, `(?n)(?:Head|Base)Only\(`), ","); got != "main.go" {
+	if got := strings.Join(visibleBy(a, repo.ID, 7, nil, `(?n)(?:Head|Base)Only\(`, ""), ","); got != "main.go" {
 		t.Errorf("regex (Head|Base)Only at the head: %q, want main.go", got)
+	}
+	// A path prefix scopes both phases: the base's unchanged file under
+	// it, the head's changed file under it (its base chunks shadowed), no
+	// file outside it.
+	for prefix, want := range map[string]string{"same": "same.go", "main": "main.go", "new": "new.go", "gone": "", "other/": ""} {
+		if got := strings.Join(visibleBy(a, repo.ID, 7, []string{"%func%"}, "", prefix), ","); got != want {
+			t.Errorf("func under %q at the head: %q, want %q", prefix, got, want)
+		}
+	}
+	if got := strings.Join(visibleBy(a, repo.ID, 7, []string{"%Only%"}, "", "main"), ","); got != "main.go" {
+		t.Errorf("Only under main at the head: %q, want the head's main.go alone", got)
 	}
 	// Foreign or unknown ids get nothing from the SECURITY DEFINER
 	// function: another tenant's repository, an unknown pull request.
@@ -180,8 +192,12 @@ func TestSearchPullCandidatesPlans(t *testing.T) {
 	q := `SELECT chunk_id FROM search_pull_code_candidates($1, $2, $3, $4, '', 0, 32, $5)`
 	rare := []string{`%needle\_rare%`}
 	const (
-		ownFiles = "pull_code_files_tenant_id_repository_id_number_path_key"
-		overTrgm = "Bitmap Index Scan on pull_code_chunks_tenant_content_trgm"
+		// a lookup of one file's chunks (the tenant's overlay read by the
+		// same index would have the tenant alone in its condition)
+		ownChunks = "AND (file_id = pf.id))"
+		overTrgm  = "Bitmap Index Scan on pull_code_chunks_tenant_content_trgm"
+		// search_code_candidates' window: the base index is its walk
+		baseWalk = "WITH w AS MATERIALIZED"
 	)
 	for _, tc := range []struct {
 		name     string
@@ -193,24 +209,52 @@ func TestSearchPullCandidatesPlans(t *testing.T) {
 		never    []string
 	}{
 		{"literal, a small overlay: its own files", 7, 1, rare, nil,
-			[]string{ownFiles, "pull_code_chunks_tenant_file"}, []string{"Seq Scan on pull_code_", overTrgm}},
+			[]string{ownChunks}, []string{"Seq Scan on pull_code_", overTrgm}},
 		{"regex alone, a small overlay: its own files", 7, 1, regexPlan.LikePatterns(), regexPlan.Regex,
-			[]string{ownFiles, "pull_code_chunks_tenant_file"}, []string{"Seq Scan on pull_code_", overTrgm}},
+			[]string{ownChunks}, []string{"Seq Scan on pull_code_", overTrgm}},
 		{"literal, an overlay of 2,000 files: the trigram index", 8, 1, rare, nil,
 			[]string{overTrgm}, []string{"Seq Scan on pull_code_chunks"}},
 		{"regex alone, an overlay of 2,000 files: the trigram index", 8, 1, regexPlan.LikePatterns(), regexPlan.Regex,
 			[]string{overTrgm, "(content ~ '"}, []string{"Seq Scan on pull_code_chunks"}},
 		{"literal, the base index: search_code_candidates", 7, 2, rare, nil,
-			[]string{"search_code_candidates", "code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks"}},
+			[]string{baseWalk, "code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks"}},
 		{"regex alone, the base index: search_code_candidates", 7, 2, regexPlan.LikePatterns(), regexPlan.Regex,
-			[]string{"search_code_candidates", "code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks"}},
+			[]string{baseWalk, "code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			patterns := tc.patterns
 			if patterns == nil {
 				patterns = []string{}
 			}
-			assertPlan(t, planOf(t, conn, plans, tenant, q, repos[1], tc.number, tc.phase, patterns, tc.regex), tc.want, tc.never)
+			all := planOf(t, conn, plans, tenant, q, repos[1], tc.number, tc.phase, patterns, tc.regex)
+			if os.Getenv("SHOW_PLANS") != "" {
+				t.Log(all)
+			}
+			assertPlan(t, all, tc.want, tc.never)
 		})
+	}
+	// Both overlay branches answer alike: every changed chunk with the
+	// literal (one in seven files), in chunk order, page by page.
+	for n, want := range map[int]int{7: 2, 8: 286} {
+		got, last := 0, int64(0)
+		for {
+			cands, err := env.App.Tenant(tenant).SearchPullCandidates(ctx, repos[1], n, 1, rare, "", "", last, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cands {
+				if c.ChunkID <= last || c.Shadowed || !strings.HasPrefix(c.Path, fmt.Sprintf("src/pr%d/", n)) {
+					t.Errorf("pull request %d: candidate %d %s (shadowed %v) after %d", n, c.ChunkID, c.Path, c.Shadowed, last)
+				}
+				last = c.ChunkID
+				got++
+			}
+			if len(cands) < 32 {
+				break
+			}
+		}
+		if got != want {
+			t.Errorf("pull request %d: %d changed chunks with the literal, want %d", n, got, want)
+		}
 	}
 }
