@@ -162,9 +162,10 @@ REVOKE ALL ON FUNCTION search_code_index_pattern(uuid, text) FROM PUBLIC;
 --    with its key), when the yield so far says the page needs all of
 --    them (or nothing was found yet): the same index for the rest at once (a
 --    rare literal, whose candidates are few) — unless the tenant's
---    trigram estimates (code_trigram_stats) say the rest holds more than
---    4,096 candidates (the literal's rarest trigram is that common), whose
---    recheck would cost more than walking on. Otherwise the walk goes on
+--    trigram estimates (code_trigram_stats) say that query would recheck
+--    more than 4,096 candidates and 128 per bucket left (it rechecks its
+--    scope's candidates before the position too; the literal's rarest
+--    trigram is that common), which would cost more than walking on. Otherwise the walk goes on
 --    bucket by bucket, asking again after each: the rest's candidates are
 --    all rechecked (a bitmap heap scan cannot stop in id order), most of
 --    them past the page's end when the yield says it ends sooner. With
