@@ -564,7 +564,7 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	// A deep page: the rest query rechecks its scope's candidates before
 	// the position too (its ids are bounded after the recheck), so the
 	// estimate that bounds it counts them. Here they say 9,000 of the
-	// tenant's chunks hold the literal; a third of them lie after the
+	// tenant's chunks hold the literal; about two fifths lie after the
 	// position (the last five of twelve repositories), which alone would
 	// pass the bound of 4,096.
 	t.Run("deep page, the rest's whole scope too common: buckets, never the rest", func(t *testing.T) {
