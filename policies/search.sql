@@ -216,6 +216,7 @@ DECLARE
     v_tenant   uuid := current_setting('app.tenant_id')::uuid;
     v_npat     integer := coalesce(array_length(p_patterns, 1), 0);
     v_nrepo    integer := coalesce(array_length(p_repo_ids, 1), 0);
+    v_own      boolean;
     v_regex    text := search_code_regex(p_regex);
     v_filter   boolean;
     -- Up to this many repositories, windows go per repository and the
@@ -278,6 +279,9 @@ BEGIN
     -- the array's dimensions or bounds.
     p_repo_ids := ARRAY(SELECT x.id FROM unnest(p_repo_ids) AS x(id));
     v_nrepo := coalesce(array_length(p_repo_ids, 1), 0);
+    -- One repository asks the span index with its own key (migration
+    -- 0064), so its buckets and its rest are its own, not the tenant's.
+    v_own := v_nrepo = 1;
     IF v_nrepo = 0 OR p_after_chunk IS NULL THEN
         RETURN;
     END IF;
@@ -534,7 +538,7 @@ BEGIN
                       AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM public.code_files f
                            WHERE f.tenant_id = $1 AND f.id = s.file_id AND f.path LIKE $7))
                     ORDER BY s.id LIMIT $5)',
-                CASE WHEN v_nrepo = 1 THEN 'c.repository_id = $2[1] AND coalesce(c.tenant_id, $1) = $1' ELSE 'c.tenant_id = $1' END,
+                CASE WHEN v_own THEN 'c.repository_id = $2[1] AND coalesce(c.tenant_id, $1) = $1' ELSE 'c.tenant_id = $1' END,
                 v_cond);
         END IF;
         -- The rest at once only when the yield says the page needs all of
@@ -548,7 +552,7 @@ BEGIN
         -- request's head, one repository of the big tenant: a rare
         -- literal 7.4 -> 4.3 ms, the ReadRune regex 13.3 -> 5.0 ms).
         v_rest := v_seen >= 8192 AND (v_est IS NULL OR v_est >= v_end - v_lo)
-            AND (v_end >> 13) - ((v_lo + 1) >> 13) > CASE WHEN v_nrepo = 1 THEN 1 ELSE 8 END;
+            AND (v_end >> 13) - ((v_lo + 1) >> 13) > CASE WHEN v_own THEN 1 ELSE 8 END;
         IF v_rest THEN
             IF NOT v_df_read THEN
                 -- How many of the tenant's chunks the index gives for the
@@ -583,7 +587,7 @@ BEGIN
                 -- rechecks the candidates before the position too, from
                 -- the one repository's first chunk (its key), else the
                 -- tenant's.
-                IF v_nrepo = 1 THEN
+                IF v_own THEN
                     SELECT min(c.id) INTO v_start FROM public.code_chunks c
                     WHERE c.tenant_id = v_tenant AND c.repository_id = p_repo_ids[1];
                 END IF;
@@ -617,7 +621,7 @@ GRANT EXECUTE ON FUNCTION search_code_candidates(bigint[], text[], text, bigint,
 -- and the base index beneath it, with the same guarantees: the tenant
 -- comes from app.tenant_id, the repository from the caller's grants, and
 -- only the columns a result needs are read.
-GRANT SELECT (tenant_id, repository_id, number, head_sha) ON pull_code_heads TO {{search}};
+GRANT SELECT (tenant_id, repository_id, number, head_sha, files) ON pull_code_heads TO {{search}};
 GRANT SELECT (tenant_id, id, repository_id, number, path, deleted, line_count) ON pull_code_files TO {{search}};
 GRANT SELECT (tenant_id, id, repository_id, number, file_id, start_line, end_line, content) ON pull_code_chunks TO {{search}};
 DROP POLICY IF EXISTS code_search_read ON pull_code_heads;
@@ -680,7 +684,7 @@ BEGIN
     IF p_phase IS NULL OR p_phase NOT IN (1, 2) THEN
         RAISE EXCEPTION 'search_pull_code_candidates: phase must be 1 or 2';
     END IF;
-    SELECT h.head_sha INTO v_head FROM public.pull_code_heads h
+    SELECT h.head_sha, h.files INTO v_head, v_files FROM public.pull_code_heads h
     WHERE h.tenant_id = v_tenant AND h.repository_id = p_repo_id AND h.number = p_number;
     IF v_head IS NULL THEN
         RETURN;
@@ -702,10 +706,9 @@ BEGIN
             ORDER BY b.chunk_id;
         RETURN;
     END IF;
-    -- The overlay. Patterns and the regex are bound as parameters ($6[i],
-    -- $9), never spliced into the SQL.
-    SELECT count(*)::int INTO v_files FROM (SELECT 1 FROM public.pull_code_files f
-        WHERE f.tenant_id = v_tenant AND f.repository_id = p_repo_id AND f.number = p_number LIMIT 2000) x;
+    -- The overlay (v_files: the files the head changes or deletes, as
+    -- ReplacePullIndex counted them). Patterns and the regex are bound as
+    -- parameters ($6[i], $9), never spliced into the SQL.
     IF v_files < 2000 THEN
         -- The pull request's own files first, then their chunks (one
         -- index lookup per file), checked without the trigram index: the
