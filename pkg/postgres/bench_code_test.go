@@ -43,7 +43,7 @@ func BenchmarkSearchCodeBigTenant(b *testing.B) {
 		}
 	}
 	for name, searcher := range searchers {
-		b.Run(name, func(b *testing.B) { benchSearchCode(b, fx, searcher, 0) })
+		b.Run(name, func(b *testing.B) { benchSearchCode(b, fx, searcher, nil) })
 	}
 }
 
@@ -63,22 +63,30 @@ func BenchmarkSearchPullCodeBigTenant(b *testing.B) {
 		"package p\n\nfunc okHandler(w http.ResponseWriter) {}\n", "package p\n\nvar ErrShortWrite = nil\n"} {
 		changed = append(changed, codeindex.File{Path: fmt.Sprintf("net/http/pr%d.go", i), Size: int64(len(body)), Language: "Go", Lines: codeindex.SplitLines(body)})
 	}
+	pull := &benchPull{repo: fx.repos[2], number: 1}
 	err := fx.env.App.InTenant(ctx, fx.tenant, func(tx *postgres.Tx) error {
-		_, err := tx.ReplacePullIndex(ctx, fx.repos[2], 1, strings.Repeat("b", 40), strings.Repeat("a", 40), changed, nil)
+		_, err := tx.ReplacePullIndex(ctx, pull.repo, pull.number, strings.Repeat("b", 40), strings.Repeat("a", 40), changed, nil)
 		return err
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchSearchCode(b, fx, codeindex.Searcher{}, 1)
+	benchSearchCode(b, fx, codeindex.Searcher{}, pull)
 }
 
-// benchSearchCode runs each case through search_code's engine; pull > 0
-// searches at that pull request's head of the third repository instead.
-func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Searcher, pull int) {
+// benchPull is a pull request whose head a benchmark searches at.
+type benchPull struct {
+	repo   int64
+	number int
+}
+
+// benchSearchCode runs each case through search_code's engine; with a
+// pull request, at its head instead (the cases over one repository are
+// left out: every search at a head is).
+func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Searcher, pull *benchPull) {
 	ctx := context.Background()
 	for _, tc := range pgtest.SearchCodeQueries {
-		if pull > 0 && tc.Repo != 0 {
+		if pull != nil && tc.Repo != 0 {
 			continue
 		}
 		b.Run(tc.Name, func(b *testing.B) {
@@ -94,12 +102,12 @@ func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Sear
 			if tc.Repo > 0 {
 				repos = fx.repos[tc.Repo-1 : tc.Repo]
 			}
-			if pull > 0 {
-				repos = fx.repos[2:3]
+			if pull != nil {
+				repos = []int64{pull.repo}
 			}
 			src := benchSource{db: fx.env.App.Tenant(fx.tenant), repos: repos, patterns: plan.LikePatterns(), regex: plan.Regex, prefix: pf.Prefix, pull: pull}
 			run := func() {
-				if _, err := searcher.Search(ctx, src, codeindex.Query{Plan: plan, Path: pf, Limit: 20, Context: 2, Pull: pull > 0}); err != nil {
+				if _, err := searcher.Search(ctx, src, codeindex.Query{Plan: plan, Path: pf, Limit: 20, Context: 2, Pull: pull != nil}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -116,12 +124,12 @@ type benchSource struct {
 	patterns []string
 	regex    string
 	prefix   string
-	pull     int // a pull request of repos[0] (0: none)
+	pull     *benchPull // nil: none
 }
 
 func (s benchSource) Candidates(ctx context.Context, phase int, after int64, limit int) ([]codeindex.Candidate, error) {
-	if s.pull > 0 {
-		return s.db.SearchPullCandidates(ctx, s.repos[0], s.pull, phase, s.patterns, s.regex, s.prefix, after, limit)
+	if s.pull != nil {
+		return s.db.SearchPullCandidates(ctx, s.pull.repo, s.pull.number, phase, s.patterns, s.regex, s.prefix, after, limit)
 	}
 	return s.db.SearchCandidates(ctx, s.repos, s.patterns, s.regex, s.prefix, after, limit)
 }

@@ -55,7 +55,7 @@ func BenchmarkSearchCodeVariants(b *testing.B) {
 			if cases := os.Getenv("BENCH_EXPLAIN"); cases != "" && round == 0 {
 				explainCases(b, fx, name, strings.Split(cases, ","))
 			}
-			b.Run(fmt.Sprintf("%s#%d", name, round), func(b *testing.B) { benchSearchCode(b, fx, codeindex.Searcher{}, 0) })
+			b.Run(fmt.Sprintf("%s#%d", name, round), func(b *testing.B) { benchSearchCode(b, fx, codeindex.Searcher{}, nil) })
 		}
 	}
 }
