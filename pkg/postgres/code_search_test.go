@@ -30,6 +30,10 @@ func seedCode(t testing.TB, env *pgtest.Env, slug string, repos, files int) (ten
 // code_chunks_tenant_span_trgm (id >> 13).
 const spanBucket = 8192
 
+// spanSub is the number of chunk ids in a sub-bucket of the span index
+// (id >> 10, migration 0065).
+const spanSub = 1024
+
 // seedCodeSpread is seedCode; with a spacing (in buckets; 0: none), each
 // repository's chunks start 100 ids before a multiple of spacing buckets
 // (the ids in between are never used), so that the repositories straddle
@@ -95,6 +99,42 @@ func seedCodeSpread(t testing.TB, env *pgtest.Env, slug string, repos, files, sp
 	return tenant, repoIDs
 }
 
+// seedCodeCluster is one repository over five buckets (from 100 ids
+// before a bucket boundary B, seedCodeSpread's spacing 1) whose matches of
+// clu_marker() cluster as a package's do: 2 early in B's bucket, none in
+// the next two, 40 in the first 3,900 ids of the fourth, in the fifth its
+// first 10 ids, 101 further on and the first and last id of each of its
+// sub-buckets; with trigram estimates that put the literal's trigrams in
+// every chunk (the rest is never taken, and a bucket's candidates are
+// dense). A page of 45 needs 3 ids of the fifth bucket, where the yield so
+// far says about 2,900 ids and the fourth bucket's says 768: the walk asks
+// for the fifth bucket's first sub-bucket only. A page of 55 needs 13:
+// that sub-bucket holds 11 of them, its last id among them, and the next
+// sub-bucket's first id is the 12th, so a step that ends a sub-bucket one
+// id early or late repeats or skips one.
+func seedCodeCluster(t testing.TB, env *pgtest.Env) (tenant string, repoIDs []int64) {
+	t.Helper()
+	tenant, repoIDs = seedCodeSpread(t, env, "cluster", 1, 20600, 1)
+	var start int64
+	if err := env.Admin.Pool.QueryRow(context.Background(), `SELECT min(id) FROM code_chunks WHERE tenant_id = $1`, tenant).Scan(&start); err != nil {
+		t.Fatal(err)
+	}
+	if (start+100)%spanBucket != 0 {
+		t.Fatalf("the clustered repository starts at %d, not 100 ids before a bucket boundary", start)
+	}
+	if _, err := env.Admin.Pool.Exec(context.Background(), `WITH b AS (SELECT min(id) + 100 AS b FROM code_chunks WHERE tenant_id = $1)
+		UPDATE code_chunks c SET content = c.content || E'\nclu_marker()' FROM b
+		WHERE c.tenant_id = $1 AND (c.id - b.b IN (10, 20)
+		   OR (c.id - b.b BETWEEN 3 * $2 AND 3 * $2 + 3900 AND (c.id - b.b) % 100 = 0)
+		   OR c.id - b.b BETWEEN 4 * $2 AND 4 * $2 + 9
+		   OR c.id - b.b BETWEEN 4 * $2 + 5000 AND 4 * $2 + 5100
+		   OR (c.id - b.b BETWEEN 4 * $2 AND 5 * $2 - 1 AND (c.id - b.b) % $3 IN (0, $3 - 1)))`, tenant, spanBucket, spanSub); err != nil {
+		t.Fatal(err)
+	}
+	forgeCodeStats(t, env, tenant, everyChunk(41200, "clu", "mar", "ark", "rke", "ker"))
+	return tenant, repoIDs
+}
+
 // TestSearchCandidatesMatchesReference pages through search_code_candidates
 // for every branch of its plan (few and many repositories, narrow and broad
 // path prefixes, common, middling, rare and boundary patterns, small and
@@ -150,8 +190,8 @@ func TestSearchCandidatesHandoffs(t *testing.T) {
 	packedSets := []repoSet{{"twelve packed repositories", packedRepos}, {"packed two apart", []int64{packedRepos[1], packedRepos[7]}}}
 	checkCandidatesPages(t, env, packed, packedSets, [][]string{{"edge_marker"}, {"needle_rare"}}, []string{""}, []int{1, 3, 8, 32, 200}, pages)
 
-	checkAroundBoundaries(t, env, tenant, sets, pats, []int{3}, false)
-	checkAroundBoundaries(t, env, packed, packedSets, [][]string{{"edge_marker"}, {"needle_rare"}}, []int{1, 3, 8, 32}, true)
+	checkAroundBoundaries(t, env, tenant, sets, pats, []int{3}, false, spanBucket)
+	checkAroundBoundaries(t, env, packed, packedSets, [][]string{{"edge_marker"}, {"needle_rare"}}, []int{1, 3, 8, 32}, true, spanBucket)
 
 	// Trigram estimates that call every literal common make the walk go
 	// on bucket by bucket where the yield alone would take the rest at
@@ -160,14 +200,24 @@ func TestSearchCandidatesHandoffs(t *testing.T) {
 	forgeCodeStats(t, env, common, everyChunk(100000, "nee", "eed", "edl", "dle", "rar", "are", "edg", "dge", "mar", "ark", "rke", "ker"))
 	commonSets := []repoSet{{"twelve packed repositories, common estimates", commonRepos}, {"two apart, common estimates", []int64{commonRepos[1], commonRepos[7]}}}
 	checkCandidatesPages(t, env, common, commonSets, [][]string{{"edge_marker"}, {"needle_rare"}}, []string{""}, []int{1, 3, 32}, pages)
-	checkAroundBoundaries(t, env, common, commonSets, [][]string{{"needle_rare"}}, []int{1, 8}, true)
+	checkAroundBoundaries(t, env, common, commonSets, [][]string{{"needle_rare"}}, []int{1, 8}, true, spanBucket)
+
+	// Matches that cluster, in dense buckets: the walk asks for a part of
+	// a bucket (a sub-bucket, migration 0065) where the last bucket's
+	// yield says the page ends soon; the same answers, from every
+	// position around each sub-bucket boundary too.
+	cluster, clusterRepos := seedCodeCluster(t, env)
+	clusterSets := []repoSet{{"one clustered repository", clusterRepos}}
+	checkCandidatesPages(t, env, cluster, clusterSets, [][]string{{"clu_marker"}}, []string{""}, []int{1, 3, 8, 13, 45, 55, 200}, 0)
+	checkAroundBoundaries(t, env, cluster, clusterSets, [][]string{{"clu_marker"}}, []int{3, 45, 55}, true, spanSub)
 }
 
 // checkAroundBoundaries asks for one page from every position from 3
-// before to 3 after each bucket boundary, for every set, pattern and limit
+// before to 3 after each boundary of span ids (a bucket's, spanBucket, or
+// a sub-bucket's, spanSub), for every set, pattern and limit
 // (with regex, a single pattern also as a regex alone), and compares it
 // with the reference.
-func checkAroundBoundaries(t *testing.T, env *pgtest.Env, tenant string, sets []repoSet, pats [][]string, limits []int, regex bool) {
+func checkAroundBoundaries(t *testing.T, env *pgtest.Env, tenant string, sets []repoSet, pats [][]string, limits []int, regex bool, span int64) {
 	t.Helper()
 	ctx := context.Background()
 	all := referenceChunks(t, env, tenant)
@@ -179,7 +229,7 @@ func checkAroundBoundaries(t *testing.T, env *pgtest.Env, tenant string, sets []
 				filters = filters[:1]
 			}
 			for _, c := range all {
-				if (c.id+3)%spanBucket > 6 {
+				if (c.id+3)%span > 6 {
 					continue
 				}
 				after := c.id
@@ -461,6 +511,7 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		WHERE c.tenant_id = $1 AND c.id = r.id AND r.n BETWEEN 151 AND 154`, yield); err != nil {
 		t.Fatal(err)
 	}
+	cluster, clusterRepos := seedCodeCluster(t, env)
 	conn, plans := explainConn(t, env)
 	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32, $4)`
 	const (
@@ -578,6 +629,18 @@ func TestSearchCandidatesPlans(t *testing.T) {
 			t.Log(all)
 		}
 		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole})
+	})
+	// Clustered matches: after a dense bucket the page needs 3 ids, which
+	// the next bucket's first sub-bucket holds (its first 10 ids match,
+	// 101 more further on): the walk asks the index for that sub-bucket
+	// (an index condition, not a filter of the bucket's rows), so the
+	// rest of the bucket's candidates are never rechecked.
+	t.Run("clustered matches, a few ids left: one sub-bucket, not the whole bucket", func(t *testing.T) {
+		all := planOf(t, conn, plans, cluster, `SELECT chunk_id FROM search_code_candidates($1, $2, '', 0, 45)`, clusterRepos, []string{`%clu\_marker%`})
+		if os.Getenv("SHOW_PLANS") != "" {
+			t.Log(all)
+		}
+		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket, "AND ((id >> 10) = '"}, []string{"Seq Scan on code_chunks", whole, "Filter: ((id >> 10)"})
 	})
 }
 
