@@ -173,9 +173,10 @@ REVOKE ALL ON FUNCTION search_code_index_pattern(uuid, text) FROM PUBLIC;
 --    rarest trigrams when those are selective (search_code_index_pattern),
 --    leave a literal whose every trigram is in half of the chunks to the
 --    rows when another is selective (its share, search_code_index_pattern), and check
---    the whole literals on their rows. Where the last step's yield
---    says the page ends early in a dense bucket, only the bucket's next
---    sub-bucket of 1,024 ids is asked (the index's third column, migration
+--    the whole literals on their rows. Where the yield (the walk's so
+--    far, or the last step's when that predicts less) says the page ends
+--    early in a dense bucket, only the position's sub-bucket of 1,024 ids
+--    is asked (the index's third column, migration
 --    0065), so that its later candidates are not all rechecked. With few
 --    repositories each bucket starts at the next chunk of one of them and
 --    the walk ends at their last chunk, so that one repository of many is
@@ -464,8 +465,11 @@ BEGIN
             -- The bucket, or only the sub-bucket of 1,024 ids the position
             -- is in (the span index's third column, migration 0065) when
             -- the page is predicted to end sooner (v_span) and the part
-            -- of the bucket cut off would hold more candidates (v_dense
-            -- per id) than another statement costs: a bitmap's rows are
+            -- of the bucket past that predicted end would hold more
+            -- candidates (v_dense per id) than another statement costs (a
+            -- sub-bucket that holds too few asks again, and one that
+            -- holds none leaves the next step the rest of the bucket
+            -- whole, v_span being NULL then): a bitmap's rows are
             -- all rechecked, so a dense bucket asked whole for a few ids
             -- rechecks all of its candidates (func \w+Handler\( rechecked
             -- 743 in its last bucket for 5 ids, which its first 1,024 ids

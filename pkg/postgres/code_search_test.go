@@ -99,8 +99,9 @@ func seedCodeSpread(t testing.TB, env *pgtest.Env, slug string, repos, files, sp
 	return tenant, repoIDs
 }
 
-// seedCodeCluster is one repository over five buckets (from 100 ids
-// before a bucket boundary B, seedCodeSpread's spacing 1) whose matches of
+// seedCodeCluster is one repository over five full buckets from a bucket
+// boundary B (and 100 ids before B, 140 after them: seedCodeSpread's
+// spacing 1) whose matches of
 // clu_marker() cluster as a package's do: 2 early in B's bucket, none in
 // the next two, 40 in the first 3,900 ids of the fourth, in the fifth its
 // first 10 ids, 101 further on and the first and last id of each of its
@@ -111,8 +112,8 @@ func seedCodeSpread(t testing.TB, env *pgtest.Env, slug string, repos, files, sp
 // for the fifth bucket's first sub-bucket only. A page of 55 needs 13:
 // that sub-bucket holds 11 of them, its last id among them, and the next
 // sub-bucket's first id is the 12th, so a step that ends a sub-bucket one
-// id early or late repeats or skips one.
-func seedCodeCluster(t testing.TB, env *pgtest.Env) (tenant string, repoIDs []int64) {
+// id early or late repeats or skips one. boundary is B.
+func seedCodeCluster(t testing.TB, env *pgtest.Env) (tenant string, repoIDs []int64, boundary int64) {
 	t.Helper()
 	tenant, repoIDs = seedCodeSpread(t, env, "cluster", 1, 20600, 1)
 	var start int64
@@ -125,14 +126,14 @@ func seedCodeCluster(t testing.TB, env *pgtest.Env) (tenant string, repoIDs []in
 	if _, err := env.Admin.Pool.Exec(context.Background(), `WITH b AS (SELECT min(id) + 100 AS b FROM code_chunks WHERE tenant_id = $1)
 		UPDATE code_chunks c SET content = c.content || E'\nclu_marker()' FROM b
 		WHERE c.tenant_id = $1 AND (c.id - b.b IN (10, 20)
-		   OR (c.id - b.b BETWEEN 3 * $2 AND 3 * $2 + 3900 AND (c.id - b.b) % 100 = 0)
+		   OR (c.id - b.b BETWEEN 3 * $2 AND 3 * $2 + 3900 AND (c.id - b.b - 3 * $2) % 100 = 0)
 		   OR c.id - b.b BETWEEN 4 * $2 AND 4 * $2 + 9
 		   OR c.id - b.b BETWEEN 4 * $2 + 5000 AND 4 * $2 + 5100
 		   OR (c.id - b.b BETWEEN 4 * $2 AND 5 * $2 - 1 AND (c.id - b.b) % $3 IN (0, $3 - 1)))`, tenant, spanBucket, spanSub); err != nil {
 		t.Fatal(err)
 	}
 	forgeCodeStats(t, env, tenant, everyChunk(41200, "clu", "mar", "ark", "rke", "ker"))
-	return tenant, repoIDs
+	return tenant, repoIDs, start + 100
 }
 
 // TestSearchCandidatesMatchesReference pages through search_code_candidates
@@ -206,7 +207,7 @@ func TestSearchCandidatesHandoffs(t *testing.T) {
 	// a bucket (a sub-bucket, migration 0065) where the last bucket's
 	// yield says the page ends soon; the same answers, from every
 	// position around each sub-bucket boundary too.
-	cluster, clusterRepos := seedCodeCluster(t, env)
+	cluster, clusterRepos, _ := seedCodeCluster(t, env)
 	clusterSets := []repoSet{{"one clustered repository", clusterRepos}}
 	checkCandidatesPages(t, env, cluster, clusterSets, [][]string{{"clu_marker"}}, []string{""}, []int{1, 3, 8, 13, 45, 55, 200}, 0)
 	checkAroundBoundaries(t, env, cluster, clusterSets, [][]string{{"clu_marker"}}, []int{3, 45, 55}, true, spanSub)
@@ -511,7 +512,6 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		WHERE c.tenant_id = $1 AND c.id = r.id AND r.n BETWEEN 151 AND 154`, yield); err != nil {
 		t.Fatal(err)
 	}
-	cluster, clusterRepos := seedCodeCluster(t, env)
 	conn, plans := explainConn(t, env)
 	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32, $4)`
 	const (
@@ -633,14 +633,30 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	// Clustered matches: after a dense bucket the page needs 3 ids, which
 	// the next bucket's first sub-bucket holds (its first 10 ids match,
 	// 101 more further on): the walk asks the index for that sub-bucket
-	// (an index condition, not a filter of the bucket's rows), so the
-	// rest of the bucket's candidates are never rechecked.
+	// (its key as an index condition, not a filter of the bucket's
+	// rows), never the whole bucket, so the rest of the bucket's
+	// candidates are never rechecked.
 	t.Run("clustered matches, a few ids left: one sub-bucket, not the whole bucket", func(t *testing.T) {
+		// A database of its own: its 20,600 files would move the
+		// planner's statistics of code_files under the cases above.
+		env := pgtest.New(t)
+		cluster, clusterRepos, clusterStart := seedCodeCluster(t, env)
+		conn, plans := explainConn(t, env)
 		all := planOf(t, conn, plans, cluster, `SELECT chunk_id FROM search_code_candidates($1, $2, '', 0, 45)`, clusterRepos, []string{`%clu\_marker%`})
 		if os.Getenv("SHOW_PLANS") != "" {
 			t.Log(all)
 		}
-		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket, "AND ((id >> 10) = '"}, []string{"Seq Scan on code_chunks", whole, "Filter: ((id >> 10)"})
+		fifth := clusterStart + 4*spanBucket
+		sub := fmt.Sprintf("((id >> 10) = '%d'::bigint)", fifth/spanSub)
+		indexed := false
+		for _, l := range strings.Split(all, "\n") {
+			indexed = indexed || strings.Contains(l, "Index Cond:") && strings.Contains(l, sub)
+		}
+		if !indexed {
+			t.Errorf("no index condition asks for the fifth bucket's first sub-bucket %s:\n%s", sub, all)
+		}
+		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket},
+			[]string{"Seq Scan on code_chunks", whole, fmt.Sprintf("((id >> 13) = '%d'::bigint) AND (repository_id", fifth/spanBucket)})
 	})
 }
 
