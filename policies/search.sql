@@ -506,7 +506,15 @@ BEGIN
         -- last step's yield when that was denser (matches cluster: a
         -- package's files are indexed together).
         v_span := CASE WHEN v_n > 0 THEN least(v_est, greatest(v_step * v_need * 5 / (4 * v_n), 1)) END;
-        v_size := CASE WHEN v_est <= 2048 THEN greatest(v_window / 2, v_est)::integer END;
+        -- A window again only when the last step found matches and its
+        -- own yield, too, puts the page's end within reach: a window
+        -- checks every chunk (about 10 us each), and the walk's average
+        -- can stay dense long after the matches thin out. A continuation
+        -- of func \w+Handler\( at full size, needing one id more after
+        -- 53, asked 14 windows of about 1,300 chunks that held none
+        -- (100-250 ms); a bucket asks the index.
+        v_size := CASE WHEN v_est <= 2048 AND v_n > 0 AND v_step * v_need * 5 / (4 * v_n) <= 2048
+                       THEN greatest(v_window / 2, v_est)::integer END;
         -- The bucket and rest query, made once, when the walk first needs
         -- it (a search that windows alone never reads the estimates).
         IF v_bucket_sql IS NULL AND v_size IS NULL THEN

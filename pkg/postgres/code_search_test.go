@@ -135,6 +135,21 @@ func seedCodeCluster(t testing.TB, env *pgtest.Env) (tenant string, repoIDs []in
 	return tenant, repoIDs, boundary
 }
 
+// seedCodeThin seeds one repository of 4,000 chunks whose literal
+// thin_marker is in 30 of its first 40 chunks and in its 3,901st: a page of
+// 32 finds 30 in the first window and must walk on to the repository's
+// end, past a long stretch with one match.
+func seedCodeThin(t testing.TB, env *pgtest.Env) (tenant string, repoIDs []int64) {
+	t.Helper()
+	tenant, repoIDs = seedCodeSpread(t, env, "thin", 1, 2000, 0)
+	if _, err := env.Admin.Pool.Exec(context.Background(), `UPDATE code_chunks c SET content = c.content || E'\nthin_marker()'
+		FROM (SELECT min(id) AS start FROM code_chunks WHERE tenant_id = $1) s
+		WHERE c.tenant_id = $1 AND (c.id - s.start < 40 AND (c.id - s.start) % 4 <> 3 OR c.id - s.start = 3900)`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	return tenant, repoIDs
+}
+
 // TestSearchCandidatesMatchesReference pages through search_code_candidates
 // for every branch of its plan (few and many repositories, narrow and broad
 // path prefixes, common, middling, rare and boundary patterns, small and
@@ -201,6 +216,11 @@ func TestSearchCandidatesHandoffs(t *testing.T) {
 	commonSets := []repoSet{{"twelve packed repositories, common estimates", commonRepos}, {"two apart, common estimates", []int64{commonRepos[1], commonRepos[7]}}}
 	checkCandidatesPages(t, env, common, commonSets, [][]string{{"edge_marker"}, {"needle_rare"}}, []string{""}, []int{1, 3, 32}, pages)
 	checkAroundBoundaries(t, env, common, commonSets, [][]string{{"needle_rare"}}, []int{1, 8}, true, spanBucket)
+
+	// Matches that thin out after the first window (buckets after an
+	// empty window): the same answers.
+	thin, thinRepos := seedCodeThin(t, env)
+	checkCandidatesPages(t, env, thin, []repoSet{{"one thinning repository", thinRepos}}, [][]string{{"thin_marker"}}, []string{""}, []int{1, 3, 8, 29, 30, 31, 32, 200}, 0)
 
 	// Matches that cluster, in dense buckets: the walk asks for a part of
 	// a bucket (a sub-bucket, migration 0065) where the last bucket's
@@ -628,6 +648,24 @@ func TestSearchCandidatesPlans(t *testing.T) {
 			t.Log(all)
 		}
 		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole})
+	})
+	// Matches that thin out: the first window holds 30 of a page of 32,
+	// the next match lies 3,800 chunks on. After a window that holds
+	// none the walk asks the index, never window after window (each
+	// checks every chunk it holds) because the walk's average still says
+	// the page ends within the next few chunks: the old rule asked about
+	// 120 windows of 32 chunks here, and at full size a continuation of
+	// func \w+Handler\( asked 14 windows of 1,300 chunks (100-250 ms).
+	t.Run("matches that thin out after the first window: buckets, not window after window", func(t *testing.T) {
+		thin, thinRepos := seedCodeThin(t, env)
+		all := planOf(t, conn, plans, thin, `SELECT chunk_id FROM search_code_candidates($1, $2, '', 0, 32)`, thinRepos, []string{`%thin\_marker%`})
+		if os.Getenv("SHOW_PLANS") != "" {
+			t.Log(all)
+		}
+		if n := strings.Count(all, "WITH w AS MATERIALIZED"); n > 3 {
+			t.Errorf("%d windows; want at most 3 (the first, one more on its yield, then the index)", n)
+		}
+		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks"})
 	})
 	// Clustered matches: after a dense bucket the page needs 3 ids, which
 	// the next bucket's first sub-bucket holds (its first 10 ids match,
