@@ -16,9 +16,10 @@ import (
 // found with a position to continue from.
 //
 // Each round is one call of the candidate source (search_code_candidates).
-// For a literal the first round asks for twice the matches wanted
-// (limit+1: every candidate of a literal holds it at least once), each
-// later round for twice as many as the one before, up to DefaultBatch. So
+// For a literal the first round asks for the matches wanted (limit+1:
+// every candidate of a literal holds it at least once) and a quarter more
+// (FirstRound), each later round for twice as many as the one before, up
+// to DefaultBatch. So
 // does a regular expression whose database prefilter is its exact
 // translation (Plan.Regex, Plan.Tight); any other regular expression's
 // candidates are looser (7 to 36 per match measured with literals alone),
@@ -40,6 +41,23 @@ const (
 	// MaxLineBytes is the longest line shown whole.
 	MaxLineBytes = 500
 )
+
+// FirstRound is the candidates a tight plan's first round asks for, for a
+// page of limit matches: limit+1 (the one more says whether there are
+// more) and a quarter to spare. A chunk that holds the literal shows a
+// match unless the literal is only in the lines it shares with a
+// neighbour (a fifth of its lines, see ChunkStep), and then the
+// neighbour, also a candidate, shows it. Every candidate a round asks for
+// past the page's end is found at the database's cost: where matches are
+// sparse, the walk rechecks about as many chunks per candidate as there
+// are between two matches (twice the page, asked before, rechecked
+// `deadline exceeded`'s whole rest at full size, and cost a fifth to a
+// third more on the big tenant's path and one-repository cases;
+// docs/benchmarks.md). A round that falls short asks again, twice as
+// large.
+func FirstRound(limit int) int {
+	return (5*(limit+1) + 3) / 4
+}
 
 // ErrSearchTimeout is the answer when the first round of a search (the one
 // that would show any progress) could not finish in time: by the database's
@@ -145,8 +163,8 @@ type Result struct {
 // default budgets.
 type Searcher struct {
 	Clock Clock
-	// FirstBatch is the candidates asked for in the first round (0: twice
-	// Limit+1 for a tight plan, Batch otherwise); each later round asks for
+	// FirstBatch is the candidates asked for in the first round (0:
+	// FirstRound(Limit) for a tight plan, Batch otherwise); each later round asks for
 	// twice as many, up to Batch.
 	FirstBatch int
 	Batch      int
@@ -168,7 +186,7 @@ func (s Searcher) Search(ctx context.Context, src Source, q Query) (Result, erro
 	batch := orDefault(s.Batch, DefaultBatch)
 	first := batch
 	if q.Plan.Tight {
-		first = 2 * (q.Limit + 1)
+		first = FirstRound(q.Limit)
 	}
 	firstSize := min(orDefault(s.FirstBatch, first), batch)
 	size := firstSize

@@ -386,7 +386,7 @@ func TestSearchPullRequestPhases(t *testing.T) {
 	}
 	// The base index is a walk of its own: its first round asks for the
 	// first round's size, not twice the last phase-1 round's.
-	first := 2 * (q.Limit + 1)
+	first := FirstRound(q.Limit)
 	if want := []int{first, first, first, first}; !reflect.DeepEqual(src.limits, want) {
 		t.Errorf("round sizes %v, want %v", src.limits, want)
 	}
@@ -426,8 +426,8 @@ func TestSearchRedactsBeforeClipping(t *testing.T) {
 	}
 }
 
-// TestRoundsGrow: the first round asks for twice the matches wanted
-// (limit+1), each later round for twice the one before, up to the batch;
+// TestRoundsGrow: the first round asks for the matches wanted (limit+1)
+// and a quarter more, each later round for twice the one before, up to the batch;
 // a short round is the end, whatever its size. A regex's rounds are the
 // batch from the start (its candidates are looser), unless its prefilter
 // in the database is its exact translation (Plan.Tight).
@@ -443,12 +443,13 @@ func TestRoundsGrow(t *testing.T) {
 		limit  int
 		want   []int
 	}{
-		{"default limit", Searcher{}, none, 20, []int{42, 84, 168, 200, 200, 200, 200}},
-		{"large limit starts at the batch", Searcher{}, none[:300], 100, []int{200, 200}},
-		{"short first round ends it", Searcher{}, none[:10], 20, []int{42}},
+		{"default limit", Searcher{}, none, 20, []int{27, 54, 108, 200, 200, 200, 200, 200}},
+		{"large limit", Searcher{}, none[:300], 100, []int{127, 200}},
+		{"largest limit starts at the batch", Searcher{}, none[:300], 200, []int{200, 200}},
+		{"short first round ends it", Searcher{}, none[:10], 20, []int{27}},
 		{"explicit first batch", Searcher{FirstBatch: 5, Batch: 12}, none[:30], 20, []int{5, 10, 12, 12}},
 		{"a regex starts at the batch", Searcher{}, none[:500], 20, []int{200, 200, 200}},
-		{"an exactly translated regex starts small", Searcher{}, none[:500], 20, []int{42, 84, 168, 200, 200}},
+		{"an exactly translated regex starts small", Searcher{}, none[:500], 20, []int{27, 54, 108, 200, 200}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &fakeSource{phases: map[int][]Candidate{0: tc.chunks}}
