@@ -389,7 +389,6 @@ func checkCandidates(t *testing.T, env *pgtest.Env, tenant string, sets []repoSe
 // after that many pages and is compared with as much of the reference.
 func checkCandidatesPages(t *testing.T, env *pgtest.Env, tenant string, sets []repoSet, pats [][]string, prefixes []string, limits []int, pages int) {
 	t.Helper()
-	ctx := context.Background()
 	all := referenceChunks(t, env, tenant)
 	for _, set := range sets {
 		for _, pat := range pats {
@@ -402,25 +401,10 @@ func checkCandidatesPages(t *testing.T, env *pgtest.Env, tenant string, sets []r
 				for _, limit := range limits {
 					for _, f := range filters {
 						name := fmt.Sprintf("%s/%v/regex=%q/prefix=%q/limit=%d", set.name, pat, f.regex, prefix, limit)
-						var got []int64
-						after := int64(0)
+						got, done := pageCandidates(t, env.App.Tenant(tenant), set.ids, f, prefix, limit, pages)
 						want := want
-						for page := 0; page < 5000; page++ {
-							if pages > 0 && page == pages {
-								want = want[:min(len(want), len(got))]
-								break
-							}
-							cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, set.ids, f.likes, f.regex, prefix, after, limit)
-							if err != nil {
-								t.Fatalf("%s: %v", name, err)
-							}
-							for _, c := range cands {
-								got = append(got, c.ChunkID)
-								after = c.ChunkID
-							}
-							if len(cands) < limit {
-								break
-							}
+						if !done {
+							want = want[:min(len(want), len(got))]
 						}
 						if !slices.Equal(got, want) {
 							t.Errorf("%s: got %d chunks, want %d (got %v…, want %v…)", name, len(got), len(want), head(got), head(want))
@@ -430,6 +414,78 @@ func checkCandidatesPages(t *testing.T, env *pgtest.Env, tenant string, sets []r
 			}
 		}
 	}
+}
+
+// TestSearchCandidatesChecksAsILIKE: a pattern without wildcards is
+// checked on the rows with strpos over the lowered content, which must
+// select exactly what its ILIKE under the "C" collation does (the
+// contract, and what the trigram index's recheck applies): mixed case,
+// escaped %, _ and backslash, the wildcard _ (left to ILIKE), and letters
+// beyond ASCII, which neither folds. Every branch that checks rows runs:
+// windows, buckets and the rest (the spread tenant, with estimates, so
+// the index is asked with the rarest trigrams and the rows checked), and
+// the narrow path prefix's slices.
+func TestSearchCandidatesChecksAsILIKE(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	tenant, repos := seedCodeSpread(t, env, "ilike", 12, 100, 3)
+	lines := []string{"Deadline Exceeded", "DEADLINE exceeded now", "deadline_exceeded", "deadlineXexceeded",
+		`deadline%exceeded`, `back\slash`, "Äpfel und Birnen", "äpfel", "ÄPFEL", "ſtraße"}
+	if _, err := env.Admin.Pool.Exec(ctx, `UPDATE code_chunks c SET content = c.content || E'\n' || ($2::text[])[1 + c.id % array_length($2::text[], 1)]
+		WHERE c.tenant_id = $1 AND c.id % 7 = 0`, tenant, lines); err != nil {
+		t.Fatal(err)
+	}
+	refreshCodeStats(t, env, tenant)
+	pats := []string{`%deadline exceeded%`, `%DEADLINE EXCEEDED%`, `%deadline\_exceeded%`, `%deadline_exceeded%`,
+		`%deadline\%exceeded%`, `%back\\slash%`, `%äpfel%`, `%ÄPFEL%`, `%Äpfel und%`, `%ſtraße%`, `%STRASSE%`, `%exceeded%`}
+	for _, prefix := range []string{"", "src/dir3/"} {
+		for _, pat := range pats {
+			var want []int64
+			err := env.Admin.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+				rows, err := postgres.Raw(tx).Query(ctx, `SELECT c.id FROM code_chunks c JOIN code_files f ON f.tenant_id = c.tenant_id AND f.id = c.file_id
+					WHERE c.tenant_id = $1 AND c.content ILIKE $2 COLLATE "C" AND f.path LIKE $3 || '%' ORDER BY c.id`, tenant, pat, prefix)
+				if err != nil {
+					return err
+				}
+				want, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, limit := range []int{3, 200} {
+				got, _ := pageCandidates(t, env.App.Tenant(tenant), repos, filter{likes: []string{pat}}, prefix, limit, 0)
+				if !slices.Equal(got, want) {
+					t.Errorf("%q prefix %q limit %d: got %d chunks %v…, want %d %v… (ILIKE)", pat, prefix, limit, len(got), head(got), len(want), head(want))
+				}
+			}
+		}
+	}
+}
+
+// pageCandidates pages through search_code_candidates from the start,
+// limit chunks a page, and returns the ids; with pages > 0 it stops after
+// that many pages (done reports whether it reached the end).
+func pageCandidates(t *testing.T, db postgres.TenantDB, repos []int64, f filter, prefix string, limit, pages int) (ids []int64, done bool) {
+	t.Helper()
+	after := int64(0)
+	for page := 0; page < 5000; page++ {
+		if pages > 0 && page == pages {
+			return ids, false
+		}
+		cands, err := db.SearchCandidates(context.Background(), repos, f.likes, f.regex, prefix, after, limit)
+		if err != nil {
+			t.Fatalf("%v/regex=%q/prefix=%q/limit=%d: %v", f.likes, f.regex, prefix, limit, err)
+		}
+		for _, c := range cands {
+			ids = append(ids, c.ChunkID)
+			after = c.ChunkID
+		}
+		if len(cands) < limit {
+			return ids, true
+		}
+	}
+	return ids, true
 }
 
 // TestSearchCandidatesStaysInItsTenant calls search_code_candidates, as the
@@ -569,15 +625,20 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		// rarest trigrams (needle's first three: rare alike, the earliest
 		// win), and the whole literal checks the rows.
 		{"a literal's rarest trigrams ask the index, the literal checks", spread, spreadRepos, rare, "", "",
-			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `Filter: (COALESCE(content, ''::text) ~~* '%needle\_rare%'::text COLLATE "C")`},
-			[]string{"Seq Scan on code_chunks"}},
+			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `Filter: (strpos(lower((COALESCE(content, ''::text))::text), 'needle_rare'::text) > 0)`},
+			[]string{"Seq Scan on code_chunks", "~~* '%needle"}},
+		// A pattern with a wildcard (a rune the case-insensitive search
+		// widens) is checked with its ILIKE; one without, with strpos.
+		{"a pattern with a wildcard is checked with its ILIKE", spread, spreadRepos, []string{`%needle_rare%`}, "", "",
+			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `Filter: (COALESCE(content, ''::text) ~~* '%needle_rare%'::text COLLATE "C")`},
+			[]string{"Seq Scan on code_chunks", "strpos("}},
 		// Of two patterns, one in every chunk (func f, by the real
 		// estimates) is checked on the rows only.
 		{"a pattern in every chunk is left to the rows", spread, spreadRepos, []string{`%needle\_rare%`, `%func f%`}, "", "",
-			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `(COALESCE(content, ''::text) ~~* '%func f%'::text COLLATE "C")`},
+			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `(strpos(lower((COALESCE(content, ''::text))::text), 'func f'::text) > 0)`},
 			[]string{"Seq Scan on code_chunks", `'%needl%'::text COLLATE "C") AND (content ~~* '%func f%'`}},
 		{"a pattern in every chunk is left to the rows, first or last", spread, spreadRepos, []string{`%func f%`, `%needle\_rare%`}, "", "",
-			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `(COALESCE(content, ''::text) ~~* '%func f%'::text COLLATE "C")`},
+			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `(strpos(lower((COALESCE(content, ''::text))::text), 'func f'::text) > 0)`},
 			[]string{"Seq Scan on code_chunks", `(content ~~* '%func f%'::text COLLATE "C") AND (content ~~* '%needl%'`}},
 		{"narrow path prefix: the chunk ids from the files index alone", tenant, repos, []string{"%middleword%"}, "src/dir3/", "", []string{"code_files_tenant_path", "Index Only Scan using code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
 		// One repository of 100 files: its files by the repository's
