@@ -333,9 +333,16 @@ BEGIN
             v_checks := v_checks || format(' AND coalesce(c.content, %L) ILIKE $6[%s] COLLATE "C"', '', i);
         END IF;
     END LOOP;
-    v_pats := v_checks;
-    IF v_regex IS NOT NULL THEN
-        v_pats := v_pats || ' AND c.content ~ $9 COLLATE "C"';
+    -- The rows' check: the literals, then the ARE, in that order in one
+    -- expression. As separate conditions the planner would order them
+    -- by its cost estimate, which counts strpos, lower and > as three
+    -- operators and the ARE as one, and so run the ARE first.
+    IF v_regex IS NULL THEN
+        v_pats := v_checks;
+    ELSIF v_npat = 0 THEN
+        v_pats := ' AND c.content ~ $9 COLLATE "C"';
+    ELSE
+        v_pats := format(' AND CASE WHEN true%s THEN coalesce(c.content, %L) ~ $9 COLLATE "C" ELSE false END', v_checks, '');
     END IF;
     IF coalesce(p_path_prefix, '') <> '' THEN
         v_prefix := replace(replace(replace(p_path_prefix, '\', '\\'), '%', '\%'), '_', '\_') || '%';
@@ -578,10 +585,9 @@ BEGIN
                         v_cond := v_cond || format(' AND c.content ILIKE $8[%s] COLLATE "C"', i);
                     END IF;
                 END LOOP;
-                v_cond := v_cond || v_checks;
-                IF v_regex IS NOT NULL THEN
-                    v_cond := v_cond || format(' AND coalesce(c.content, %L) ~ $9 COLLATE "C"', '');
-                END IF;
+                -- (v_pats has patterns here: a regex alone asks the index
+                -- with itself.)
+                v_cond := v_cond || v_pats;
             ELSE
                 -- The whole patterns are the index's condition, which its
                 -- recheck checks on the rows.

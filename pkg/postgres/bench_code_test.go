@@ -20,38 +20,55 @@ import (
 // the big tenant's code of issue 11: five indexed copies of the Go
 // toolchain's src/ (BENCH_CODE_TREE overrides the tree), of which
 // BIGTENANT_DIV keeps every div-th file (1 = full size, about 400,000
-// chunks; default 10), so that a literal's density is the same at every
-// size. Each call runs search_code's engine (codeindex.Searcher, the rounds
+// chunks; default 10), so that a literal's density is on average the same
+// at every size (not a rare literal's, nor one directory's: at 1/10
+// net/http/ keeps 345 of its 9,910 chunks, and deadline exceeded none of
+// its 60 matching chunks). Each call runs search_code's engine (codeindex.Searcher, the rounds
 // the tool runs: limit 20, context 2) over the candidates of
 // search_code_candidates as the runtime role under RLS, and reports p50 and
-// p90:
+// p90 of the first page (page1) and of the next one (page2, where there is
+// one). BENCH_FIRST_BATCH="42,27" runs the cases once per first-round size.
+// The command:
 //
 //	BIGTENANT_DIV=1 go test ./pkg/postgres -run '^$' -bench SearchCodeBigTenant -benchtime 10x -timeout 60m
 func BenchmarkSearchCodeBigTenant(b *testing.B) {
 	fx := codeBenchSetup(b)
-	// BENCH_FIRST_BATCH="200,42" compares first-round sizes
-	// (codeindex.Searcher.FirstBatch) on one fixture.
-	searchers := map[string]codeindex.Searcher{"default": {}}
-	if v := os.Getenv("BENCH_FIRST_BATCH"); v != "" {
-		searchers = map[string]codeindex.Searcher{}
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil || n < 1 {
-				b.Fatalf("BENCH_FIRST_BATCH=%q: want positive integers", v)
-			}
-			searchers[fmt.Sprintf("first%d", n)] = codeindex.Searcher{FirstBatch: n}
+	for _, s := range benchSearchers(b) {
+		b.Run(s.name, func(b *testing.B) { benchSearchCode(b, fx, s.searcher, nil) })
+	}
+}
+
+// namedSearcher is one engine configuration a benchmark runs.
+type namedSearcher struct {
+	name     string
+	searcher codeindex.Searcher
+}
+
+// benchSearchers is the engine's defaults ("default"), or with
+// BENCH_FIRST_BATCH="42,27" one searcher per first-round size
+// (codeindex.Searcher.FirstBatch; "first42", "first27"), in that order, so
+// that round sizes are compared on one fixture in one sitting.
+func benchSearchers(b *testing.B) []namedSearcher {
+	v := os.Getenv("BENCH_FIRST_BATCH")
+	if v == "" {
+		return []namedSearcher{{"default", codeindex.Searcher{}}}
+	}
+	var out []namedSearcher
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			b.Fatalf("BENCH_FIRST_BATCH=%q: want positive integers", v)
 		}
+		out = append(out, namedSearcher{fmt.Sprintf("first%d", n), codeindex.Searcher{FirstBatch: n}})
 	}
-	for name, searcher := range searchers {
-		b.Run(name, func(b *testing.B) { benchSearchCode(b, fx, searcher, nil) })
-	}
+	return out
 }
 
 // BenchmarkSearchPullCodeBigTenant runs the same cases as searches at the
 // head of a pull request of the third repository (search_code with
 // pull_request): its overlay of five changed files, then the base index
-// beneath it (one repository of the big tenant), with BIGTENANT_DIV as
-// above:
+// beneath it (one repository of the big tenant), with BIGTENANT_DIV and
+// BENCH_FIRST_BATCH as above:
 //
 //	BIGTENANT_DIV=1 go test ./pkg/postgres -run '^$' -bench SearchPullCodeBigTenant -benchtime 10x -timeout 60m
 func BenchmarkSearchPullCodeBigTenant(b *testing.B) {
@@ -71,7 +88,9 @@ func BenchmarkSearchPullCodeBigTenant(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchSearchCode(b, fx, codeindex.Searcher{}, pull)
+	for _, s := range benchSearchers(b) {
+		b.Run(s.name, func(b *testing.B) { benchSearchCode(b, fx, s.searcher, pull) })
+	}
 }
 
 // benchPull is a pull request whose head a benchmark searches at.

@@ -25,7 +25,8 @@ import (
 // applied as the administrator, role names expanded as the migrations
 // do), BENCH_SEARCH_ROUNDS repeats the list, BENCH_EXPLAIN names cases
 // whose first-round call is logged with EXPLAIN ANALYZE of every nested
-// statement (BIGTENANT_DIV as in BenchmarkSearchCodeBigTenant):
+// statement (BIGTENANT_DIV and BENCH_FIRST_BATCH as in
+// BenchmarkSearchCodeBigTenant):
 //
 //	git show main:policies/search.sql > /tmp/main.sql
 //	BENCH_SEARCH_SQL=/tmp/main.sql,/tmp/other.sql BIGTENANT_DIV=1 go test ./pkg/postgres -run '^$' -bench SearchCodeVariants -benchtime 10x -timeout 50m
@@ -55,7 +56,9 @@ func BenchmarkSearchCodeVariants(b *testing.B) {
 			if cases := os.Getenv("BENCH_EXPLAIN"); cases != "" && round == 0 {
 				explainCases(b, fx, name, strings.Split(cases, ","))
 			}
-			b.Run(fmt.Sprintf("%s#%d", name, round), func(b *testing.B) { benchSearchCode(b, fx, codeindex.Searcher{}, nil) })
+			for _, s := range benchSearchers(b) {
+				b.Run(fmt.Sprintf("%s#%d/%s", name, round, s.name), func(b *testing.B) { benchSearchCode(b, fx, s.searcher, nil) })
+			}
 		}
 	}
 }
