@@ -311,7 +311,9 @@ BEGIN
     -- loop, about four times cheaper per chunk than the locale's folding
     -- (the caller's patterns widen what it would not fold), and the ARE
     -- writes its foldings out, so no locale decides either.
-    -- On the rows (windows, slices, the recheck after the index) a
+    -- On the rows (windows, slices, and the rows of a bucket or the rest
+    -- when the index is asked with the rarest trigrams; asked with the
+    -- whole patterns, its own recheck checks them) a
     -- pattern with no wildcard but its ends ('%literal%', escapes aside:
     -- every literal of a case-insensitive search of ASCII text) is
     -- checked as strpos(lower(content), literal) under the same

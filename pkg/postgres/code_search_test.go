@@ -424,7 +424,8 @@ func checkCandidatesPages(t *testing.T, env *pgtest.Env, tenant string, sets []r
 // beyond ASCII, which neither folds. Every branch that checks rows runs:
 // windows, buckets and the rest (the spread tenant, with estimates, so
 // the index is asked with the rarest trigrams and the rows checked), and
-// the narrow path prefix's slices.
+// the narrow path prefix's slices; regular expressions too (their
+// literals and ARE in one expression), against ILIKE and ~ themselves.
 func TestSearchCandidatesChecksAsILIKE(t *testing.T) {
 	env := pgtest.New(t)
 	ctx := context.Background()
@@ -457,6 +458,38 @@ func TestSearchCandidatesChecksAsILIKE(t *testing.T) {
 				got, _ := pageCandidates(t, env.App.Tenant(tenant), repos, filter{likes: []string{pat}}, prefix, limit, 0)
 				if !slices.Equal(got, want) {
 					t.Errorf("%q prefix %q limit %d: got %d chunks %v…, want %d %v… (ILIKE)", pat, prefix, limit, len(got), head(got), len(want), head(want))
+				}
+			}
+		}
+		// Regular expressions: their literals' checks and the ARE in one
+		// expression, against ILIKE and ~ themselves.
+		for _, query := range []string{`deadline.exceeded`, `(?-i)Deadline Exceeded`, `DEADLINE\s+exceeded\b`, `äpfel|Äpfel und`} {
+			plan, err := codeindex.NewPlan(query, true, false)
+			if err != nil || plan.Regex == "" {
+				t.Fatalf("NewPlan(%q): regex %q, %v", query, plan.Regex, err)
+			}
+			f := filter{likes: plan.LikePatterns(), regex: plan.Regex}
+			var want []int64
+			err = env.Admin.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+				rows, err := postgres.Raw(tx).Query(ctx, `SELECT c.id FROM code_chunks c JOIN code_files f ON f.tenant_id = c.tenant_id AND f.id = c.file_id
+					WHERE c.tenant_id = $1 AND f.path LIKE $3 || '%' AND c.content ~ $4 COLLATE "C"
+					  AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]) p WHERE NOT c.content ILIKE p COLLATE "C") ORDER BY c.id`, tenant, f.likes, prefix, f.regex)
+				if err != nil {
+					return err
+				}
+				want, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want) == 0 && prefix == "" {
+				t.Fatalf("%q selects no chunk: the case checks nothing", query)
+			}
+			for _, limit := range []int{3, 200} {
+				got, _ := pageCandidates(t, env.App.Tenant(tenant), repos, f, prefix, limit, 0)
+				if !slices.Equal(got, want) {
+					t.Errorf("regex %q (%v, %q) prefix %q limit %d: got %d chunks %v…, want %d %v… (ILIKE and ~)", query, f.likes, f.regex, prefix, limit, len(got), head(got), len(want), head(want))
 				}
 			}
 		}
