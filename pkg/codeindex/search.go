@@ -50,11 +50,12 @@ const (
 // neighbour, also a candidate, shows it. Every candidate a round asks for
 // past the page's end is found at the database's cost: where matches are
 // sparse, the walk rechecks about as many chunks per candidate as there
-// are between two matches (twice the page, asked before, rechecked
-// `deadline exceeded`'s whole rest at full size, and cost a fifth to a
-// third more on the big tenant's path and one-repository cases;
-// docs/benchmarks.md). A round that falls short asks again, twice as
-// large.
+// are between two matches (twice the page, asked before, cost a seventh
+// to a half more at full size on the big tenant's one-repository,
+// Handler(, path and alternation cases; docs/benchmarks.md). A round that
+// falls short asks again, twice as large; where the rest of the tenant
+// holds a little more than a round, that second round costs about as much
+// as the first (docs/decisions.md).
 func FirstRound(limit int) int {
 	return (5*(limit+1) + 3) / 4
 }
@@ -164,8 +165,8 @@ type Result struct {
 type Searcher struct {
 	Clock Clock
 	// FirstBatch is the candidates asked for in the first round (0:
-	// FirstRound(Limit) for a tight plan, Batch otherwise); each later round asks for
-	// twice as many, up to Batch.
+	// FirstRound(Limit) for a tight plan, Batch otherwise); each later
+	// round asks for twice as many, up to Batch.
 	FirstBatch int
 	Batch      int
 	MaxRounds  int
