@@ -11,6 +11,9 @@ import (
 // plan test.
 var SearchFindingsQuery = searchFindingsQuery
 
+// NullIfEmpty exposes the package's optional-text argument (NULL for "").
+var NullIfEmpty = nullIfEmpty
+
 // Raw exposes a tenant transaction's pgx transaction, for tests that check
 // what row-level security allows a statement (the package's API offers no
 // raw SQL on purpose).
