@@ -9,7 +9,7 @@
 -- only the columns a search result needs.
 GRANT USAGE ON SCHEMA public TO {{search}};
 GRANT SELECT (tenant_id, id, repository_id, file_id, start_line, end_line, content) ON code_chunks TO {{search}};
-GRANT SELECT (tenant_id, id, repository_id, commit_sha, path, line_count) ON code_files TO {{search}};
+GRANT SELECT (tenant_id, id, repository_id, commit_sha, path, line_count, chunk_lo, chunk_hi) ON code_files TO {{search}};
 GRANT SELECT (tenant_id, id, full_name) ON repositories TO {{search}};
 DROP POLICY IF EXISTS code_search_read ON code_chunks;
 CREATE POLICY code_search_read ON code_chunks FOR SELECT TO {{search}} USING (true);
@@ -144,8 +144,21 @@ REVOKE ALL ON FUNCTION search_code_index_pattern(uuid, text) FROM PUBLIC;
 -- common nor a rare literal, nor one repository of a big tenant, falls off a
 -- cliff (issue 11):
 --  * a path prefix with no filter (a scoped, literal-less regex), or a
---    narrow one (fewer than 2,000 files under it): the files under the
---    prefix first, then their chunks, checked without the trigram index;
+--    narrow one (whose chunks are cheaper to check one by one than to
+--    walk): the files under the prefix first, then their chunks, checked
+--    without the trigram index;
+--  * any other path prefix of at most 10,000 files (more: the tenant is
+--    walked and the prefix checked on the rows, as it once was for every
+--    prefix of 2,000 files or more): the walk below (windows, buckets, the rest)
+--    in the runs of ids that hold the prefix's chunks, from its files'
+--    spans (code_files.chunk_lo, chunk_hi, migration 0066), skipping the
+--    ids in between; its windows read the runs' chunks by primary key,
+--    its buckets are asked as everywhere (a run's bucket part by
+--    sub-bucket where the rest of the bucket holds more candidates), and
+--    every step's rows are checked for the prefix (a run holds other
+--    files' chunks where they were written in between). A directory's
+--    files are indexed together, so its chunks are a few runs: syscall/
+--    or go/ (a twentieth of the big tenant) no longer walk the tenant;
 --  * no filter otherwise (a literal-less regex scoped to a repository):
 --    the next chunks of the repositories in id order, every one a
 --    candidate;
@@ -233,6 +246,24 @@ DECLARE
     v_lits     text[] := '{}';
     v_prefix   text := NULL;
     v_files    integer;
+    -- Under a path prefix: the prefix's chunks after the position (an
+    -- upper bound, the sum of its files' spans), and the runs of ids that
+    -- hold them (its files' spans, migration 0066, merged where they
+    -- overlap or lie closer than v_gap ids), walked instead of the
+    -- tenant; v_k is the run the walk is in.
+    v_total    bigint;
+    v_ilo      bigint[];
+    v_ihi      bigint[];
+    v_nint     integer := 0;
+    v_k        integer := 1;
+    v_runs     boolean := false;
+    v_gap      constant bigint := 64;
+    v_broad    boolean := false;
+    v_files_max constant integer := 10000;
+    v_left     bigint;
+    v_idsleft  bigint;
+    v_kw       integer;
+    v_ihi_w    bigint[];
     v_ids      bigint[] := '{}';
     v_all      bigint[];
     v_pos      integer;
@@ -351,11 +382,40 @@ BEGIN
     END IF;
 
     IF v_prefix IS NOT NULL THEN
-        EXECUTE 'SELECT count(*)::int FROM (SELECT 1 FROM public.code_files f
-                 WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND f.path LIKE $3 LIMIT 2000) x'
-            INTO v_files USING v_tenant, p_repo_ids, v_prefix;
+        -- The prefix's files after the position, from the path index alone
+        -- (their spans and repository are in it): how many, how many
+        -- chunks at most, and their spans merged into runs in id order (a
+        -- directory's files are indexed together, so its chunks are a few
+        -- runs, one per repository and indexing).
+        EXECUTE 'WITH s AS (SELECT f.chunk_lo AS lo, f.chunk_hi AS hi FROM public.code_files f
+                    WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND f.path LIKE $3 AND f.chunk_hi > $4
+                    LIMIT $6),
+                g AS (SELECT s.lo, s.hi, CASE WHEN s.lo <= max(s.hi) OVER (ORDER BY s.lo, s.hi
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) + $5 THEN 0 ELSE 1 END AS brk FROM s),
+                r AS (SELECT g.lo, g.hi, sum(g.brk) OVER (ORDER BY g.lo, g.hi) AS run FROM g),
+                m AS (SELECT min(r.lo) AS lo, max(r.hi) AS hi FROM r GROUP BY r.run)
+            SELECT (SELECT count(*) FROM s)::int, (SELECT coalesce(sum(s.hi - greatest(s.lo, $4 + 1) + 1), 0) FROM s)::bigint,
+                   ARRAY(SELECT m.lo FROM m ORDER BY m.lo), ARRAY(SELECT m.hi FROM m ORDER BY m.lo)'
+            INTO v_files, v_total, v_ilo, v_ihi USING v_tenant, p_repo_ids, v_prefix, p_after_chunk, v_gap, v_files_max + 1;
+        v_nint := coalesce(array_length(v_ilo, 1), 0);
+        IF v_nint = 0 THEN
+            RETURN;
+        END IF;
+        -- So many files that reading their spans would cost more than the
+        -- prefix saves (it is most of the tenant, or a huge one's): the
+        -- tenant is walked, the prefix checked on the rows.
+        v_broad := v_files > v_files_max;
+        -- The walk below, in the runs, when checking every chunk under
+        -- the prefix one by one (about 7 us each, fetch and check, and 7
+        -- us a file to find them: that way's worst case, a literal with
+        -- no match) would cost more than the walk's worst case: about
+        -- 1.5 ms a statement, two per run (a window, a sub-bucket) and
+        -- one per 1,024 ids of them. go/ on the big tenant: 1,610 chunks
+        -- of 275 files in 5 runs at 1/10 are checked one by one (11 ms,
+        -- 15 walked), 13,220 of 2,770 at full size walked (43 ms).
+        v_runs := v_filter AND NOT v_broad AND 11 * v_total + 14 * v_files > 6000 * v_nint;
     END IF;
-    IF v_prefix IS NOT NULL AND (NOT v_filter OR v_files < 2000) THEN
+    IF v_prefix IS NOT NULL AND NOT v_runs AND NOT (v_filter AND v_broad) THEN
         -- Files first: the files under the prefix, then the ids of their
         -- chunks after the position (one index lookup per file; no content
         -- is read), in order; then those chunks are fetched by primary key
@@ -431,13 +491,28 @@ BEGIN
     ELSE
         SELECT max(c.id) INTO v_end FROM public.code_chunks c WHERE c.tenant_id = v_tenant;
     END IF;
+    IF v_runs THEN
+        v_end := least(v_end, v_ihi[v_nint]);
+    END IF;
     -- A window: the next $8 chunks of the repositories after $4 (per
     -- repository through code_chunks_tenant_repo_id when there are few,
     -- else an id range, so that the work stays bounded however few of the
     -- range's chunks are granted), fetched by primary key before the
     -- patterns are checked (a CTE of its own), so that the planner cannot
     -- trade the window for a trigram bitmap on a misestimated pattern.
-    IF v_nrepo <= v_few THEN
+    IF v_runs THEN
+        -- Under a prefix, the next chunks of the runs ($12, $13: the runs
+        -- the window may reach, whose ids hold at least $8 chunks'
+        -- worth), one range scan of the primary key each; a run's ids may
+        -- hold other repositories' chunks (written in between), which the
+        -- repository filter drops.
+        v_src := 'SELECT w.id FROM unnest($12::bigint[], $13::bigint[]) AS i(lo, hi)
+            CROSS JOIN LATERAL (SELECT c.id FROM public.code_chunks c
+                WHERE c.tenant_id = $1 AND c.id >= i.lo AND c.id <= i.hi AND c.id > $4
+                  AND c.repository_id = ANY($2)
+                ORDER BY c.id LIMIT $8) w
+            ORDER BY w.id LIMIT $8';
+    ELSIF v_nrepo <= v_few THEN
         v_src := 'SELECT w.id FROM unnest($2) AS g(rid)
             CROSS JOIN LATERAL (SELECT c.id FROM public.code_chunks c
                 WHERE c.tenant_id = $1 AND c.repository_id = g.rid AND c.id > $4
@@ -459,6 +534,15 @@ BEGIN
     v_size := v_window;
     LOOP
         EXIT WHEN v_need <= 0 OR v_end IS NULL OR v_lo >= v_end;
+        IF v_runs THEN
+            -- Past the runs before the position: the walk goes on at the
+            -- next run's start.
+            WHILE v_k <= v_nint AND v_ihi[v_k] <= v_lo LOOP
+                v_k := v_k + 1;
+            END LOOP;
+            EXIT WHEN v_k > v_nint;
+            v_lo := greatest(v_lo, v_ilo[v_k] - 1);
+        END IF;
         IF v_nrepo <= v_few THEN
             -- Skip to the next chunk of one of the repositories, past the
             -- chunks of others (an index-only probe each).
@@ -473,18 +557,44 @@ BEGIN
             WHERE c.tenant_id = v_tenant AND c.id > v_lo ORDER BY c.id LIMIT 1;
         END IF;
         EXIT WHEN v_next IS NULL;
+        IF v_runs AND v_next > v_ihi[v_k] THEN
+            -- No chunk of the repositories left in this run.
+            v_lo := v_ihi[v_k];
+            CONTINUE;
+        END IF;
         v_lo := v_next - 1;
         v_bucket := (v_lo + 1) >> 13;
         IF v_size IS NOT NULL THEN
             -- A window of v_size chunks, checked directly.
+            v_ihi_w := NULL;
+            IF v_runs THEN
+                -- The runs from this one on until their ids could hold
+                -- the window (ids left of each, summed).
+                v_kw := v_k;
+                v_idsleft := v_ihi[v_k] - v_lo;
+                WHILE v_idsleft < v_size AND v_kw < v_nint LOOP
+                    v_kw := v_kw + 1;
+                    v_idsleft := v_idsleft + v_ihi[v_kw] - v_ilo[v_kw] + 1;
+                END LOOP;
+                v_ihi_w := v_ihi[v_k : v_kw];
+            END IF;
             EXECUTE v_window_sql INTO v_n, v_hi, v_found
-                USING v_tenant, p_repo_ids, p_path_prefix, v_lo, v_need, p_patterns, v_prefix, v_size, v_regex, NULL::bigint, v_lits;
-            IF v_nrepo > v_few THEN
+                USING v_tenant, p_repo_ids, p_path_prefix, v_lo, v_need, p_patterns, v_prefix, v_size, v_regex, NULL::bigint, v_lits,
+                      v_ilo[v_k : v_kw], v_ihi_w;
+            IF v_runs THEN
+                -- A window short of v_size chunks read its runs to the end.
+                IF v_n < v_size THEN
+                    v_hi := v_ihi[v_kw];
+                END IF;
+                v_seen := v_seen + v_n;
+            ELSIF v_nrepo > v_few THEN
                 v_hi := v_lo + v_size;
             ELSIF v_n = 0 THEN
                 EXIT; -- no chunk of the repositories after v_lo
             END IF;
-            v_seen := v_seen + (v_hi - v_lo);
+            IF NOT v_runs THEN
+                v_seen := v_seen + (v_hi - v_lo);
+            END IF;
         ELSIF v_rest THEN
             PERFORM set_config('enable_seqscan', 'off', true);
             PERFORM set_config('enable_indexscan', 'off', true);
@@ -510,6 +620,18 @@ BEGIN
             v_sub := NULL;
             IF v_span IS NOT NULL AND v_dense IS NOT NULL
                AND (v_hi - (v_lo + v_span)) * v_dense >= v_bucket_cands THEN
+                v_sub := (v_lo + 1) >> 10;
+                v_hi := ((v_sub + 1) << 10) - 1;
+            ELSIF v_runs AND v_dense IS NOT NULL AND v_ihi[v_k] < v_hi
+                  AND (v_hi - v_ihi[v_k]) * v_dense
+                      >= v_bucket_cands * ((v_ihi[v_k] >> 10) - ((v_lo + 1) >> 10)) + v_bucket_cands THEN
+                -- Under a prefix whose run ends inside the bucket, where
+                -- the bucket past the run holds more candidates than the
+                -- run's sub-buckets would cost in statements (one more
+                -- each): the sub-buckets one at a time, so that the
+                -- candidates of the bucket's other directories are not
+                -- rechecked (math/'s first run is a third of its bucket,
+                -- where err has 4,000 candidates).
                 v_sub := (v_lo + 1) >> 10;
                 v_hi := ((v_sub + 1) << 10) - 1;
             END IF;
@@ -633,8 +755,18 @@ BEGIN
         -- tenant's: it is taken with two buckets left (a search at a pull
         -- request's head, one repository of the big tenant: a rare
         -- literal 7.4 -> 4.3 ms, the ReadRune regex 13.3 -> 5.0 ms).
-        v_rest := v_seen >= 8192 AND (v_est IS NULL OR v_est >= v_end - v_lo)
-            AND (v_end >> 13) - ((v_lo + 1) >> 13) > CASE WHEN v_own THEN 1 ELSE 8 END;
+        -- The ids and buckets left: to the walk's end, or under a prefix
+        -- those of the runs left (buckets counted per run).
+        IF v_runs THEN
+            SELECT coalesce(sum(x.h - greatest(x.l, v_lo + 1) + 1), 0), coalesce(sum((x.h >> 13) - (greatest(x.l, v_lo + 1) >> 13) + 1), 0)
+            INTO v_idsleft, v_left
+            FROM unnest(v_ilo, v_ihi) AS x(l, h) WHERE x.h > v_lo;
+        ELSE
+            v_idsleft := v_end - v_lo;
+            v_left := (v_end >> 13) - ((v_lo + 1) >> 13);
+        END IF;
+        v_rest := v_seen >= 8192 AND (v_est IS NULL OR v_est >= v_idsleft)
+            AND v_left > CASE WHEN v_own THEN 1 ELSE 8 END;
         IF v_rest THEN
             IF NOT v_df_read THEN
                 -- How many of the tenant's chunks the index gives for the
@@ -686,7 +818,7 @@ BEGIN
             -- estimate just over 4,096, walked them all in 26-37 ms where
             -- the rest took 13-19).
             v_rest := v_df IS NULL OR v_df * (v_end - v_start) / greatest(v_end - v_first, 1)
-                <= v_rest_max + v_bucket_cands * ((v_end >> 13) - ((v_lo + 1) >> 13));
+                <= v_rest_max + v_bucket_cands * v_left;
         END IF;
     END LOOP;
     PERFORM set_config('enable_seqscan', 'on', true);

@@ -229,6 +229,11 @@ func TestSearchCandidatesHandoffs(t *testing.T) {
 	cluster, clusterRepos, _ := seedCodeCluster(t, env)
 	clusterSets := []repoSet{{"one clustered repository", clusterRepos}}
 	checkCandidatesPages(t, env, cluster, clusterSets, [][]string{{"clu_marker"}}, []string{""}, []int{1, 3, 8, 13, 45, 55, 200}, 0)
+	// Its 18,540 files under src/ are more than search_code_candidates
+	// reads the spans of (10,000): the walk goes over the repository and
+	// checks the prefix on the rows; src/dir3/ (2,060 files) walks its
+	// runs.
+	checkCandidatesPages(t, env, cluster, clusterSets, [][]string{{"clu_marker"}, {"middleword"}}, []string{"src/", "src/dir3/"}, []int{3, 45, 200}, pages)
 	checkAroundBoundaries(t, env, cluster, clusterSets, [][]string{{"clu_marker"}}, []int{3, 45, 55}, true, spanSub)
 }
 
@@ -665,6 +670,14 @@ func TestSearchCandidatesPlans(t *testing.T) {
 			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `(strpos(lower((COALESCE(content, ''::text))::text), 'func f'::text) > 0)`},
 			[]string{"Seq Scan on code_chunks", `(content ~~* '%func f%'::text COLLATE "C") AND (content ~~* '%needl%'`}},
 		{"narrow path prefix: the chunk ids from the files index alone", tenant, repos, []string{"%middleword%"}, "src/dir3/", "", []string{"code_files_tenant_path", "Index Only Scan using code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
+		// A broad prefix (the seed's 12 repositories hold 2,160 files
+		// under src/): its runs of chunk ids from its files' spans
+		// (migration 0066; read by the path index or, where the prefix
+		// holds most files, the repositories'), then windows in the runs
+		// by primary key, or the span index's buckets for a rare literal;
+		// never every file, nor each file's chunks.
+		{"broad path prefix: the runs from the path index, windows in them", tenant, repos, []string{"%common%"}, "src/", "", []string{"on code_files_tenant_", "Function Scan on i"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files", "code_chunks_tenant_file"}},
+		{"broad path prefix, rare literal: the runs' buckets", tenant, repos, rare, "src/", "", []string{"on code_files_tenant_", "code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files", "code_chunks_tenant_file", whole}},
 		// One repository of 100 files: its files by the repository's
 		// index or by the path's, as the planner's statistics of the day
 		// say; never every file.

@@ -21,8 +21,8 @@ type SearchCodeQuery struct {
 // SearchCodeQueries are realistic agent searches over a Go source tree —
 // rare and common literals, case-insensitive text, regular expressions with
 // and without good literals — and the cliffs of issue 11 (very common
-// literals, one repository of several, a path prefix, a regex whose literal
-// is common). pkg/mcpserver's and pkg/postgres's benchmarks both run them,
+// literals, one repository of several, path prefixes narrow and broad, a
+// regex whose literal is common). pkg/mcpserver's and pkg/postgres's benchmarks both run them,
 // so their tables compare.
 var SearchCodeQueries = []SearchCodeQuery{
 	{"rare-literal", "TestSeekNoStrictOrdering", false, 0, ""},
@@ -36,6 +36,13 @@ var SearchCodeQueries = []SearchCodeQuery{
 	{"common-literal-one-repo", "context.Context", false, 3, ""},
 	{"common-literal-path", "context.Context", false, 0, "net/http/"},
 	{"regex-handler", `func \w+Handler\(`, true, 0, ""},
+	// Path prefixes of many files (each a few percent of the tree), where
+	// the literal is very common, absent, or rare though its trigrams are
+	// common: they walked the whole tenant (or every file's chunks) until
+	// the files' spans of migration 0066.
+	{"very-common-err-path", "err", false, 0, "net/"},
+	{"ci-text-path", "deadline exceeded", false, 0, "math/"},
+	{"common-literal-rare-path", "context.Context", false, 0, "go/"},
 }
 
 // CodeTree is the source tree the search benchmarks index: BENCH_CODE_TREE,
