@@ -563,16 +563,20 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 			}
 		}
 	}
-	// Alpha's own repositories among the others': only alpha's chunks.
+	// Alpha's own repositories among the others': only alpha's chunks,
+	// under a path prefix too (its files' spans, migration 0066, are read
+	// by tenant).
 	mixed := append(append(slices.Clone(aRepos), bRepos...), cRepos...)
 	for _, pats := range [][]string{{"%func%"}, {"%middleword%"}, {`%needle\_rare%`}} {
-		cands, err := env.App.Tenant(a).SearchCandidates(ctx, mixed, pats, "", "", 0, 5000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range cands {
-			if !slices.Contains(aRepos, c.RepositoryID) {
-				t.Errorf("tenant alpha, %v: candidate %d of repository %d", pats, c.ChunkID, c.RepositoryID)
+		for _, prefix := range []string{"", "src/"} {
+			cands, err := env.App.Tenant(a).SearchCandidates(ctx, mixed, pats, "", prefix, 0, 5000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cands {
+				if !slices.Contains(aRepos, c.RepositoryID) {
+					t.Errorf("tenant alpha, %v, %q: candidate %d of repository %d", pats, prefix, c.ChunkID, c.RepositoryID)
+				}
 			}
 		}
 	}
@@ -676,8 +680,8 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		// holds most files, the repositories'), then windows in the runs
 		// by primary key, or the span index's buckets for a rare literal;
 		// never every file, nor each file's chunks.
-		{"broad path prefix: the runs from the path index, windows in them", tenant, repos, []string{"%common%"}, "src/", "", []string{"on code_files_tenant_", "Function Scan on i"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files", "code_chunks_tenant_file"}},
-		{"broad path prefix, rare literal: the runs' buckets", tenant, repos, rare, "src/", "", []string{"on code_files_tenant_", "code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files", "code_chunks_tenant_file", whole}},
+		{"broad path prefix: the runs from the path index, windows in them", tenant, repos, []string{"%common%"}, "src/", "", []string{"code_files_tenant_", "Function Scan on i"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files", "code_chunks_tenant_file"}},
+		{"broad path prefix, rare literal: the runs' buckets", tenant, repos, rare, "src/", "", []string{"code_files_tenant_", "code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files", "code_chunks_tenant_file", whole}},
 		// One repository of 100 files: its files by the repository's
 		// index or by the path's, as the planner's statistics of the day
 		// say; never every file.

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -15,9 +16,10 @@ import (
 // ids (code_files.chunk_lo, chunk_hi; migration 0066) holds the other
 // repositories' chunks of that path. Then, more than a bucket of ids later,
 // every seventh file of the first repository under src/dir2/ and src/dir5/
-// is written anew (a redaction: its chunks deleted and inserted at the end
-// of the id order), and the second chunk of every eleventh file of the
-// first repository is deleted. The first repository's runs under src/ are
+// is written anew (as a redaction does: its chunks deleted, its span
+// cleared, its chunks inserted at the end of the id order), and the second
+// chunk of every eleventh file of the first repository is deleted (its
+// span stays as it was, a bound). The first repository's runs under src/ are
 // then its first stretch and a few late fragments, with the other
 // repositories' chunks in between.
 func seedCodeInterleaved(t *testing.T, env *pgtest.Env) (tenant string, repoIDs []int64) {
@@ -62,6 +64,10 @@ func seedCodeInterleaved(t *testing.T, env *pgtest.Env) (tenant string, repoIDs 
 		if _, err := q.Exec(ctx, `DELETE FROM code_chunks c USING moved m WHERE c.tenant_id = $1 AND c.file_id = m.file_id`, tenant); err != nil {
 			return err
 		}
+		// As ReplaceStoredFile does: the span starts again from the new chunks.
+		if _, err := q.Exec(ctx, `UPDATE code_files f SET chunk_lo = NULL, chunk_hi = NULL FROM moved m WHERE f.tenant_id = $1 AND f.id = m.file_id`, tenant); err != nil {
+			return err
+		}
 		if _, err := q.Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
 			SELECT $1, $2, m.file_id, m.start_line, m.end_line, m.content FROM moved m ORDER BY m.file_id, m.start_line`, tenant, repoIDs[0]); err != nil {
 			return err
@@ -81,11 +87,12 @@ func seedCodeInterleaved(t *testing.T, env *pgtest.Env) (tenant string, repoIDs 
 	return tenant, repoIDs
 }
 
-// TestCodeFileSpans: the triggers of migration 0066 keep every file's
-// chunk_lo and chunk_hi the lowest and highest id of its chunks (NULL
-// without chunks) through interleaved inserts, a redaction's delete and
-// insert, deletes of some of a file's chunks and of a whole file's, and
-// ReplaceIndex and ReplaceStoredFile as the runtime role.
+// TestCodeFileSpans: every file's chunk_lo and chunk_hi (migration 0066)
+// bound its chunks' ids (NULL: it never had chunks) through interleaved
+// inserts, a redaction's delete, clear and insert, partial deletes and a
+// cascaded delete, as the administrator and as the runtime role
+// (ReplaceStoredFile, whose rewritten files' spans are exact again); an
+// UPDATE of a chunk's id or file is refused, one of its content is not.
 func TestCodeFileSpans(t *testing.T) {
 	env := pgtest.New(t)
 	ctx := context.Background()
@@ -97,11 +104,11 @@ func TestCodeFileSpans(t *testing.T) {
 	if moved == 0 {
 		t.Fatal("no file's chunks were written anew at the end: the seed does not fragment the runs")
 	}
-	checkSpans(t, env, tenant)
+	checkSpans(t, env, tenant, nil)
 
-	// The runtime role's own writes: a repository indexed (files then
-	// chunks) and a stored file rewritten, and a file deleted with its
-	// chunks by a cascade.
+	// The runtime role's own writes: stored files rewritten, a
+	// directory's files deleted with their chunks by a cascade.
+	var rewritten []int64
 	err := env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
 		files, err := tx.StoredFiles(ctx, 0, 5)
 		if err != nil {
@@ -115,6 +122,7 @@ func TestCodeFileSpans(t *testing.T) {
 			if err := tx.ReplaceStoredFile(ctx, f); err != nil {
 				return err
 			}
+			rewritten = append(rewritten, f.ID)
 		}
 		_, err = postgres.Raw(tx).Exec(ctx, `DELETE FROM code_files WHERE tenant_id = $1 AND repository_id = $2 AND path LIKE 'src/dir1/%'`, tenant, repos[1])
 		return err
@@ -122,22 +130,46 @@ func TestCodeFileSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSpans(t, env, tenant)
+	if len(rewritten) == 0 {
+		t.Fatal("no stored file was rewritten")
+	}
+	checkSpans(t, env, tenant, rewritten)
+
+	err = env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+		_, err := postgres.Raw(tx).Exec(ctx, `UPDATE code_chunks SET content = content || 'x' WHERE tenant_id = $1 AND file_id = $2`, tenant, rewritten[0])
+		return err
+	})
+	if err != nil {
+		t.Fatalf("an UPDATE of a chunk's content: %v", err)
+	}
+	for _, set := range []string{"file_id = file_id + 1", "id = DEFAULT"} {
+		err := env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+			_, err := postgres.Raw(tx).Exec(ctx, `UPDATE code_chunks SET `+set+` WHERE tenant_id = $1 AND file_id = $2`, tenant, rewritten[0])
+			return err
+		})
+		if err == nil || !strings.Contains(err.Error(), "never change") {
+			t.Errorf("UPDATE code_chunks SET %s: %v, want it refused", set, err)
+		}
+	}
 }
 
-// checkSpans compares every file's span with its chunks, as the
-// administrator.
-func checkSpans(t *testing.T, env *pgtest.Env, tenant string) {
+// checkSpans checks, as the administrator, that every file's span bounds
+// its chunks' ids (a NULL span only where the file has no chunk), and that
+// the span of each file in exact is its chunks' lowest and highest id.
+func checkSpans(t *testing.T, env *pgtest.Env, tenant string, exact []int64) {
 	t.Helper()
-	var bad, files int
-	err := env.Admin.Pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE f.chunk_lo IS DISTINCT FROM s.lo OR f.chunk_hi IS DISTINCT FROM s.hi), count(*)
+	var loose, inexact, files int
+	err := env.Admin.Pool.QueryRow(context.Background(), `SELECT
+			count(*) FILTER (WHERE s.lo IS NOT NULL AND NOT (f.chunk_lo <= s.lo AND s.hi <= f.chunk_hi)),
+			count(*) FILTER (WHERE f.id = ANY($2) AND (f.chunk_lo IS DISTINCT FROM s.lo OR f.chunk_hi IS DISTINCT FROM s.hi)),
+			count(*)
 		FROM code_files f LEFT JOIN LATERAL (SELECT min(c.id) AS lo, max(c.id) AS hi FROM code_chunks c WHERE c.tenant_id = f.tenant_id AND c.file_id = f.id) s ON true
-		WHERE f.tenant_id = $1`, tenant).Scan(&bad, &files)
+		WHERE f.tenant_id = $1`, tenant, exact).Scan(&loose, &inexact, &files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bad != 0 || files == 0 {
-		t.Fatalf("%d of %d files have a span other than their chunks' ids", bad, files)
+	if loose != 0 || inexact != 0 || files == 0 {
+		t.Fatalf("of %d files, %d have a span that does not bound their chunks, %d of %v one other than their chunks' ids", files, loose, inexact, exact)
 	}
 }
 
@@ -151,6 +183,16 @@ func TestSearchCandidatesRunsInterleaved(t *testing.T) {
 	env := pgtest.New(t)
 	tenant, repos := seedCodeInterleaved(t, env)
 	refreshCodeStats(t, env, tenant)
+	// src/ is walked in its runs (the window of the runs reads them: a
+	// function scan of the runs' bounds), and there is more than one run
+	// (the rewritten files' chunks lie past a gap).
+	conn, plans := explainConn(t, env)
+	for _, set := range [][]int64{repos[:1], {repos[0], repos[2]}} {
+		plan := planOf(t, conn, plans, tenant, `SELECT chunk_id FROM search_code_candidates($1, $2, 'src/', 0, 200)`, set, []string{"%common%"})
+		if !strings.Contains(plan, "Function Scan on i") {
+			t.Fatalf("src/ of %v is not walked in its runs:\n%s", set, plan)
+		}
+	}
 	sets := []repoSet{{"the first of three", repos[:1]}, {"the second", repos[1:2]}, {"the first and third", []int64{repos[0], repos[2]}}}
 	pages := 0
 	if testing.Short() {

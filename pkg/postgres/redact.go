@@ -166,6 +166,13 @@ func (tx *Tx) ReplaceStoredFile(ctx context.Context, f StoredFile) (err error) {
 	if _, err := tx.q.Exec(ctx, `DELETE FROM code_chunks WHERE tenant_id = $1 AND file_id = $2`, tenantID, f.ID); err != nil {
 		return fmt.Errorf("delete code_chunks of %d: %w", f.ID, err)
 	}
+	// The new chunks come at the end of the id order: the file's span of
+	// chunk ids starts again from them (a delete leaves a span as it was,
+	// a bound; migration 0066), so that a path search does not walk every
+	// id from the old chunks to the new ones.
+	if _, err := tx.q.Exec(ctx, `UPDATE code_files SET chunk_lo = NULL, chunk_hi = NULL WHERE tenant_id = $1 AND id = $2`, tenantID, f.ID); err != nil {
+		return fmt.Errorf("clear the chunk span of %d: %w", f.ID, err)
+	}
 	chunks := codeindex.Chunks(f.Lines)
 	starts, ends, contents := make([]int32, len(chunks)), make([]int32, len(chunks)), make([]string, len(chunks))
 	for i, c := range chunks {
