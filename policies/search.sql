@@ -148,17 +148,18 @@ REVOKE ALL ON FUNCTION search_code_index_pattern(uuid, text) FROM PUBLIC;
 --    walk): the files under the prefix first, then their chunks, checked
 --    without the trigram index;
 --  * any other path prefix of at most 10,000 files (more: the tenant is
---    walked and the prefix checked on the rows, as it once was for every
---    prefix of 2,000 files or more): the walk below (windows, buckets, the rest)
+--    walked and the prefix checked on the rows, as every prefix of 2,000
+--    files or more once was): the walk below (windows, buckets, the rest)
 --    in the runs of ids that hold the prefix's chunks, from its files'
 --    spans (code_files.chunk_lo, chunk_hi, migration 0066), skipping the
 --    ids in between; its windows read the runs' chunks by primary key,
---    its buckets are asked as everywhere (a run's bucket part by
+--    its buckets are asked as everywhere (a run's part of a bucket by
 --    sub-bucket where the rest of the bucket holds more candidates), and
 --    every step's rows are checked for the prefix (a run holds other
 --    files' chunks where they were written in between). A directory's
---    files are indexed together, so its chunks are a few runs: syscall/
---    or go/ (a twentieth of the big tenant) no longer walk the tenant;
+--    files are indexed together, so its chunks are a few runs: on the big
+--    tenant go/ (2,770 files) no longer walks the tenant, nor is every
+--    chunk of syscall/ (1,770 files) checked one by one;
 --  * no filter otherwise (a literal-less regex scoped to a repository):
 --    the next chunks of the repositories in id order, every one a
 --    candidate;
