@@ -1,6 +1,6 @@
--- Each indexed file's chunk ids, as their lowest and highest (issue 11), so
--- that a search under a path prefix knows where in id order the prefix's
--- chunks are without reading them; see search_code_candidates in
+-- Bounds of each indexed file's chunk ids (issue 11), so that a search
+-- under a path prefix knows where in id order the prefix's chunks are
+-- without reading them; see search_code_candidates in
 -- policies/search.sql.
 --
 -- A search returns chunks in id order. Under a path prefix it used to find
@@ -8,9 +8,9 @@
 -- 575 files on the big tenant) and checked every chunk one by one
 -- (syscall/ at full size: 180 ms for a literal with no match there), or,
 -- with 2,000 files or more, walked the whole tenant and dropped what lay
--- outside the prefix (go/: 150-250 ms). A file's chunks are written together, in path
--- order, so a prefix's chunks lie in a few runs of ids; the spans of its
--- files, read from the path index, give those runs.
+-- outside the prefix (go/: 150-250 ms). A file's chunks are written
+-- together, in path order, so a prefix's chunks lie in a few runs of ids;
+-- the spans of its files, read from the path index, give those runs.
 --
 -- chunk_lo and chunk_hi bound the file's chunk ids: every chunk of the
 -- file has lo <= id <= hi (NULL: the file never had chunks, a skipped one).

@@ -22,8 +22,8 @@ type SearchCodeQuery struct {
 // rare and common literals, case-insensitive text, regular expressions with
 // and without good literals — and the cliffs of issue 11 (very common
 // literals, one repository of several, path prefixes narrow and broad, a
-// regex whose literal is common). pkg/mcpserver's and pkg/postgres's benchmarks both run them,
-// so their tables compare.
+// regex whose literal is common). pkg/mcpserver's and pkg/postgres's
+// benchmarks both run them, so their tables compare.
 var SearchCodeQueries = []SearchCodeQuery{
 	{"rare-literal", "TestSeekNoStrictOrdering", false, 0, ""},
 	{"symbol", "func NewRequestWithContext", false, 0, ""},
