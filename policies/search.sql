@@ -264,7 +264,7 @@ DECLARE
     v_left     bigint;
     v_idsleft  bigint;
     v_kw       integer;
-    v_ihi_w    bigint[];
+    v_reach    bigint;
     v_ids      bigint[] := '{}';
     v_all      bigint[];
     v_pos      integer;
@@ -382,12 +382,13 @@ BEGIN
         v_prefix := replace(replace(replace(p_path_prefix, '\', '\\'), '%', '\%'), '_', '\_') || '%';
     END IF;
 
-    IF v_prefix IS NOT NULL THEN
+    IF v_prefix IS NOT NULL AND v_filter THEN
         -- The prefix's files after the position, from the path index alone
         -- (their spans and repository are in it): how many, how many
         -- chunks at most, and their spans merged into runs in id order (a
         -- directory's files are indexed together, so its chunks are a few
-        -- runs, one per repository and indexing).
+        -- runs, one per repository and indexing). A prefix with no filter
+        -- lists its chunks files first, below, and needs no runs.
         EXECUTE 'WITH s AS (SELECT f.chunk_lo AS lo, f.chunk_hi AS hi FROM public.code_files f
                     WHERE f.tenant_id = $1 AND f.repository_id = ANY($2) AND f.path LIKE $3 AND f.chunk_hi > $4
                     LIMIT $6),
@@ -414,9 +415,9 @@ BEGIN
         -- one per 1,024 ids of them. go/ on the big tenant: 1,610 chunks
         -- of 275 files in 5 runs at 1/10 are checked one by one (11 ms,
         -- 15 walked), 13,220 of 2,770 at full size walked (43 ms).
-        v_runs := v_filter AND NOT v_broad AND 11 * v_total + 14 * v_files > 6000 * v_nint;
+        v_runs := NOT v_broad AND 11 * v_total + 14 * v_files > 6000 * v_nint;
     END IF;
-    IF v_prefix IS NOT NULL AND NOT v_runs AND NOT (v_filter AND v_broad) THEN
+    IF v_prefix IS NOT NULL AND NOT v_runs AND NOT v_broad THEN
         -- Files first: the files under the prefix, then the ids of their
         -- chunks after the position (one index lookup per file; no content
         -- is read), in order; then those chunks are fetched by primary key
@@ -567,21 +568,20 @@ BEGIN
         v_bucket := (v_lo + 1) >> 13;
         IF v_size IS NOT NULL THEN
             -- A window of v_size chunks, checked directly.
-            v_ihi_w := NULL;
             IF v_runs THEN
                 -- The runs from this one on until their ids could hold
-                -- the window (ids left of each, summed).
+                -- the window (ids left of each, summed); outside the
+                -- runs v_kw stays NULL and so do $12 and $13.
                 v_kw := v_k;
-                v_idsleft := v_ihi[v_k] - v_lo;
-                WHILE v_idsleft < v_size AND v_kw < v_nint LOOP
+                v_reach := v_ihi[v_k] - v_lo;
+                WHILE v_reach < v_size AND v_kw < v_nint LOOP
                     v_kw := v_kw + 1;
-                    v_idsleft := v_idsleft + v_ihi[v_kw] - v_ilo[v_kw] + 1;
+                    v_reach := v_reach + v_ihi[v_kw] - v_ilo[v_kw] + 1;
                 END LOOP;
-                v_ihi_w := v_ihi[v_k : v_kw];
             END IF;
             EXECUTE v_window_sql INTO v_n, v_hi, v_found
                 USING v_tenant, p_repo_ids, p_path_prefix, v_lo, v_need, p_patterns, v_prefix, v_size, v_regex, NULL::bigint, v_lits,
-                      v_ilo[v_k : v_kw], v_ihi_w;
+                      v_ilo[v_k : v_kw], v_ihi[v_k : v_kw];
             IF v_runs THEN
                 -- A window short of v_size chunks read its runs to the end.
                 IF v_n < v_size THEN

@@ -64,17 +64,11 @@ func seedCodeSpread(t testing.TB, env *pgtest.Env, slug string, repos, files, sp
 					return err
 				}
 			}
-			if _, err := postgres.Raw(tx).Exec(ctx, `INSERT INTO code_files (tenant_id, repository_id, commit_sha, path, language, size, blob_sha, line_count)
-				SELECT $1, $2, 'c0ffee', CASE WHEN j % 10 = 9 THEN format('doc/file%s.go', j) ELSE format('src/dir%s/file%s.go', j % 10, j) END, 'Go', 100, md5(j::text), 90
-				FROM generate_series(0, $3 - 1) j ORDER BY 4`, tenant, id, files); err != nil {
+			if _, err := postgres.Raw(tx).Exec(ctx, seedFilesSQL, tenant, id, files); err != nil {
 				return err
 			}
 			if _, err := postgres.Raw(tx).Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
-				SELECT $1, $2, f.id, k * 40 + 1, k * 40 + 50,
-				       concat_ws(E'\n', 'package x', 'func f() {',
-				           CASE WHEN abs(hashint4(f.id::int * 2 + k)) % 10 < 4 THEN 'x := Common(y)' END,
-				           CASE WHEN abs(hashint4(f.id::int * 3 + k)) % 20 = 0 THEN 'z := MiddleWord()' END,
-				           CASE WHEN abs(hashint4(f.id::int * 5 + k)) % 500 = 0 THEN 'needle_rare()' END, '}')
+				SELECT $1, $2, f.id, k * 40 + 1, k * 40 + 50, `+seedChunkContent(500)+`
 				FROM code_files f CROSS JOIN generate_series(0, 1) k
 				WHERE f.tenant_id = $1 AND f.repository_id = $2 ORDER BY f.path, k`, tenant, id); err != nil {
 				return err
@@ -97,6 +91,22 @@ func seedCodeSpread(t testing.TB, env *pgtest.Env, slug string, repos, files, sp
 		t.Fatal(err)
 	}
 	return tenant, repoIDs
+}
+
+// seedFilesSQL writes repository $2's files $3 of tenant $1, in path order:
+// src/dir<j%10>/file<j>.go, and doc/file<j>.go for one in ten.
+const seedFilesSQL = `INSERT INTO code_files (tenant_id, repository_id, commit_sha, path, language, size, blob_sha, line_count)
+	SELECT $1, $2, 'c0ffee', CASE WHEN j % 10 = 9 THEN format('doc/file%s.go', j) ELSE format('src/dir%s/file%s.go', j % 10, j) END, 'Go', 100, md5(j::text), 90
+	FROM generate_series(0, $3 - 1) j ORDER BY 4`
+
+// seedChunkContent is the SQL of chunk k of file f's text: a common word
+// in about 40 % of chunks, a middling one in 5 %, and needle_rare in one
+// of rare.
+func seedChunkContent(rare int) string {
+	return fmt.Sprintf(`concat_ws(E'\n', 'package x', 'func f() {',
+		CASE WHEN abs(hashint4(f.id::int * 2 + k)) %% 10 < 4 THEN 'x := Common(y)' END,
+		CASE WHEN abs(hashint4(f.id::int * 3 + k)) %% 20 = 0 THEN 'z := MiddleWord()' END,
+		CASE WHEN abs(hashint4(f.id::int * 5 + k)) %% %d = 0 THEN 'needle_rare()' END, '}')`, rare)
 }
 
 // seedCodeCluster is one repository over five full buckets from a bucket
@@ -673,7 +683,9 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		{"a pattern in every chunk is left to the rows, first or last", spread, spreadRepos, []string{`%func f%`, `%needle\_rare%`}, "", "",
 			[]string{"AND (content ~~* '%needl%'::text COLLATE \"C\"))", `(strpos(lower((COALESCE(content, ''::text))::text), 'func f'::text) > 0)`},
 			[]string{"Seq Scan on code_chunks", `(content ~~* '%func f%'::text COLLATE "C") AND (content ~~* '%needl%'`}},
-		{"narrow path prefix: the chunk ids from the files index alone", tenant, repos, []string{"%middleword%"}, "src/dir3/", "", []string{"code_files_tenant_path", "Index Only Scan using code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
+		// (Its files' spans are read first, from the path index alone:
+		// migration 0066's covering index.)
+		{"narrow path prefix: the chunk ids from the files index alone", tenant, repos, []string{"%middleword%"}, "src/dir3/", "", []string{"Index Only Scan using code_files_tenant_path", "Index Only Scan using code_chunks_tenant_file"}, []string{"Seq Scan on code_chunks", "Seq Scan on code_files"}},
 		// A broad prefix (the seed's 12 repositories hold 2,160 files
 		// under src/): its runs of chunk ids from its files' spans
 		// (migration 0066; read by the path index or, where the prefix

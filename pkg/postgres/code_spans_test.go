@@ -28,10 +28,6 @@ func seedCodeInterleaved(t *testing.T, env *pgtest.Env) (tenant string, repoIDs 
 	if err := env.Admin.Pool.QueryRow(ctx, `INSERT INTO tenants (slug, name) VALUES ('interleaved', 'interleaved') RETURNING id`).Scan(&tenant); err != nil {
 		t.Fatal(err)
 	}
-	content := `concat_ws(E'\n', 'package x', 'func f() {',
-		CASE WHEN abs(hashint4(f.id::int * 2 + k)) % 10 < 4 THEN 'x := Common(y)' END,
-		CASE WHEN abs(hashint4(f.id::int * 3 + k)) % 20 = 0 THEN 'z := MiddleWord()' END,
-		CASE WHEN abs(hashint4(f.id::int * 5 + k)) % 50 = 0 THEN 'needle_rare()' END, '}')`
 	err := env.Admin.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
 		q := postgres.Raw(tx)
 		for r := 0; r < 3; r++ {
@@ -41,14 +37,12 @@ func seedCodeInterleaved(t *testing.T, env *pgtest.Env) (tenant string, repoIDs 
 				return err
 			}
 			repoIDs = append(repoIDs, id)
-			if _, err := q.Exec(ctx, `INSERT INTO code_files (tenant_id, repository_id, commit_sha, path, language, size, blob_sha, line_count)
-				SELECT $1, $2, 'c0ffee', CASE WHEN j % 10 = 9 THEN format('doc/file%s.go', j) ELSE format('src/dir%s/file%s.go', j % 10, j) END, 'Go', 100, md5(j::text), 90
-				FROM generate_series(0, 599) j ORDER BY 4`, tenant, id); err != nil {
+			if _, err := q.Exec(ctx, seedFilesSQL, tenant, id, 600); err != nil {
 				return err
 			}
 		}
 		if _, err := q.Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
-			SELECT $1, f.repository_id, f.id, k * 40 + 1, k * 40 + 50, `+content+`
+			SELECT $1, f.repository_id, f.id, k * 40 + 1, k * 40 + 50, `+seedChunkContent(50)+`
 			FROM code_files f CROSS JOIN generate_series(0, 1) k
 			WHERE f.tenant_id = $1 ORDER BY f.path, k, f.repository_id`, tenant); err != nil {
 			return err

@@ -157,7 +157,14 @@ func (tx *Tx) StoredFiles(ctx context.Context, afterID int64, limit int) (_ []St
 func (tx *Tx) ReplaceStoredFile(ctx context.Context, f StoredFile) (err error) {
 	defer wrap(&err, "postgres.ReplaceStoredFile")
 	tenantID := tx.tenantID
-	if _, err := tx.q.Exec(ctx, `UPDATE code_files SET path = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, f.ID, f.Path); err != nil {
+	// When the chunks are rewritten, the new ones come at the end of the id
+	// order: the file's span of chunk ids is cleared here and starts again
+	// from them (a delete leaves a span as it was, a bound; migration
+	// 0066), so that a path search does not walk every id from the old
+	// chunks to the new ones.
+	if _, err := tx.q.Exec(ctx, `UPDATE code_files SET path = $3,
+			chunk_lo = CASE WHEN $4 THEN NULL ELSE chunk_lo END, chunk_hi = CASE WHEN $4 THEN NULL ELSE chunk_hi END
+		WHERE tenant_id = $1 AND id = $2`, tenantID, f.ID, f.Path, f.Lines != nil); err != nil {
 		return fmt.Errorf("update code_files %d: %w", f.ID, err)
 	}
 	if f.Lines == nil {
@@ -165,13 +172,6 @@ func (tx *Tx) ReplaceStoredFile(ctx context.Context, f StoredFile) (err error) {
 	}
 	if _, err := tx.q.Exec(ctx, `DELETE FROM code_chunks WHERE tenant_id = $1 AND file_id = $2`, tenantID, f.ID); err != nil {
 		return fmt.Errorf("delete code_chunks of %d: %w", f.ID, err)
-	}
-	// The new chunks come at the end of the id order: the file's span of
-	// chunk ids starts again from them (a delete leaves a span as it was,
-	// a bound; migration 0066), so that a path search does not walk every
-	// id from the old chunks to the new ones.
-	if _, err := tx.q.Exec(ctx, `UPDATE code_files SET chunk_lo = NULL, chunk_hi = NULL WHERE tenant_id = $1 AND id = $2`, tenantID, f.ID); err != nil {
-		return fmt.Errorf("clear the chunk span of %d: %w", f.ID, err)
 	}
 	chunks := codeindex.Chunks(f.Lines)
 	starts, ends, contents := make([]int32, len(chunks)), make([]int32, len(chunks)), make([]string, len(chunks))
