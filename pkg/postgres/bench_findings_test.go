@@ -20,15 +20,8 @@ import (
 //
 //	BIGTENANT_DIV=1 go test ./pkg/postgres -run '^$' -bench SearchFindingsBigTenant -benchtime 40x -timeout 30m
 func BenchmarkSearchFindingsBigTenant(b *testing.B) {
-	div := pgtest.Div(b)
-	env := pgtest.New(b)
+	env, s := seedBig(b, pgtest.Div(b))
 	ctx := context.Background()
-	start := time.Now()
-	s, err := pgtest.SeedBigTenant(ctx, env.AdminURL, "big", pgtest.Scaled(div))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("seeded 1/%d of the big tenant in %s", div, time.Since(start).Round(time.Millisecond))
 	member := postgres.RepoFilter{IDs: s.MemberRepoIDs}
 	admin := postgres.RepoFilter{All: true}
 	repo := s.MemberRepoIDs[0]
@@ -66,6 +59,19 @@ func BenchmarkSearchFindingsBigTenant(b *testing.B) {
 			})
 		}
 	}
+}
+
+// seedBig makes a fresh database holding the big tenant divided by div.
+func seedBig(tb testing.TB, div int) (*pgtest.Env, pgtest.Seeded) {
+	tb.Helper()
+	env := pgtest.New(tb)
+	start := time.Now()
+	s, err := pgtest.SeedBigTenant(context.Background(), env.AdminURL, "big", pgtest.Scaled(div))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("seeded 1/%d of the big tenant in %s", div, time.Since(start).Round(time.Millisecond))
+	return env, s
 }
 
 // reportP50P90 runs run once to warm the plan and buffer caches, then b.N

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -64,6 +65,10 @@ func TestSearchFindingsMatchesReference(t *testing.T) {
 	member := postgres.RepoFilter{IDs: s.MemberRepoIDs}
 	admin := postgres.RepoFilter{All: true}
 	repo := s.MemberRepoIDs[3]
+	foreign := s.RepoIDs[len(s.RepoIDs)-1]
+	if slices.Contains(s.MemberRepoIDs, foreign) {
+		t.Fatal("the fixture's member sees every repository")
+	}
 	pr := 2
 
 	cases := []struct {
@@ -85,55 +90,68 @@ func TestSearchFindingsMatchesReference(t *testing.T) {
 		}},
 		{"repository", postgres.FindingFilter{Repos: member, RepoID: &repo}, func(x refFinding) bool { return x.repo == repo }},
 		{"pull request", postgres.FindingFilter{Repos: member, RepoID: &repo, PRNumber: &pr}, func(x refFinding) bool { return x.repo == repo && x.pr == pr }},
+		// A repository outside the grants: nothing, however wide the grants.
+		{"repository not granted", postgres.FindingFilter{Repos: member, RepoID: &foreign}, func(refFinding) bool { return false }},
+		{"repository not granted, text", postgres.FindingFilter{Repos: member, RepoID: &foreign, Query: pgtest.CommonWord}, func(refFinding) bool { return false }},
 		{"pull request and text", postgres.FindingFilter{Repos: member, RepoID: &repo, PRNumber: &pr, Query: "e"}, func(x refFinding) bool {
 			return x.repo == repo && x.pr == pr && strings.Contains(x.text, "e")
 		}},
 		{"no grants", postgres.FindingFilter{Repos: postgres.RepoFilter{}, Query: pgtest.CommonWord}, func(refFinding) bool { return false }},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			granted := func(x refFinding) bool { return tc.f.Repos.All || slices.Contains(tc.f.Repos.IDs, x.repo) }
-			var want []int64
-			for _, x := range all {
-				if granted(x) && tc.keep(x) {
-					want = append(want, x.id)
+	// Each case twice: the member's 50 grants of 75 repositories checked
+	// in the narrow form, then (with the threshold lowered) in the wide one.
+	for _, wide := range []bool{false, true} {
+		if wide {
+			postgres.SetWideGrants(env.App, 2, nil)
+		}
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/wide=%v", tc.name, wide), func(t *testing.T) {
+				if ok, err := postgres.WideGrants(ctx, env.App.Tenant(s.TenantID), tc.f.Repos); err != nil || ok != (wide && !tc.f.Repos.All && len(tc.f.Repos.IDs) > 0) {
+					t.Fatalf("WideGrants = %v, %v", ok, err)
 				}
-			}
-			// Page through with a page size that makes phase 1 and phase 2
-			// meet: the cursor moves the window down the table.
-			var got []int64
-			f := tc.f
-			f.Limit = 97
-			// Fifteen pages are enough to cross from phase 1 to phase 2
-			// and back; the rest of a common word's matches would only
-			// make the test slow.
-			const pages = 15
-			complete := false
-			for page := 0; page < pages; page++ {
-				res, err := env.App.Tenant(s.TenantID).SearchFindings(ctx, f)
-				if err != nil {
-					t.Fatal(err)
+				granted := func(x refFinding) bool { return tc.f.Repos.All || slices.Contains(tc.f.Repos.IDs, x.repo) }
+				var want []int64
+				for _, x := range all {
+					if granted(x) && tc.keep(x) {
+						want = append(want, x.id)
+					}
 				}
-				for _, x := range res {
-					got = append(got, x.ID)
+				// Page through with a page size that makes phase 1 and phase 2
+				// meet: the cursor moves the window down the table.
+				var got []int64
+				f := tc.f
+				f.Limit = 97
+				// Fifteen pages are enough to cross from phase 1 to phase 2
+				// and back; the rest of a common word's matches would only
+				// make the test slow.
+				const pages = 15
+				complete := false
+				for page := 0; page < pages; page++ {
+					res, err := env.App.Tenant(s.TenantID).SearchFindings(ctx, f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, x := range res {
+						got = append(got, x.ID)
+					}
+					if len(res) < f.Limit {
+						complete = true
+						break
+					}
+					last := res[len(res)-1]
+					f.AfterID = last.ID
 				}
-				if len(res) < f.Limit {
-					complete = true
-					break
+				if !complete && len(want) > len(got) {
+					want = want[:len(got)]
 				}
-				last := res[len(res)-1]
-				f.AfterID = last.ID
-			}
-			if !complete && len(want) > len(got) {
-				want = want[:len(got)]
-			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("got %d findings, want %d (first got %v, first want %v)", len(got), len(want), head(got), head(want))
-			}
-			if len(want) == 0 && tc.name != "no match" && tc.name != "no grants" && tc.name != "percent is literal" {
-				t.Fatal("the case matches nothing: the fixture no longer exercises it")
-			}
-		})
+				if !slices.Equal(got, want) {
+					t.Fatalf("got %d findings, want %d (first got %v, first want %v)", len(got), len(want), head(got), head(want))
+				}
+				if len(want) == 0 && tc.name != "no match" && tc.name != "no grants" && tc.name != "percent is literal" && !strings.HasPrefix(tc.name, "repository not granted") {
+					t.Fatal("the case matches nothing: the fixture no longer exercises it")
+				}
+			})
+		}
 	}
 }
 
@@ -153,10 +171,11 @@ func TestSearchFindingIDsStaysInItsTenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wide := false
 	call := func(tenant string, all bool, repos []int64, repo *int64) []int64 {
 		var ids []int64
 		err := env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
-			rows, err := postgres.Raw(tx).Query(ctx, `SELECT id FROM search_finding_ids($1, $2, $3, 'error', NULL, NULL, NULL, NULL, NULL, NULL, 0, 1000)`, all, repos, repo)
+			rows, err := postgres.Raw(tx).Query(ctx, `SELECT id FROM search_finding_ids($1, $2, $3, 'error', NULL, NULL, NULL, NULL, NULL, NULL, 0, 1000, $4)`, all, repos, repo, wide)
 			if err != nil {
 				return err
 			}
@@ -175,9 +194,16 @@ func TestSearchFindingIDsStaysInItsTenant(t *testing.T) {
 		}
 		return n == 0
 	}
-	if got := call(a.TenantID, false, b.RepoIDs, nil); len(got) != 0 {
-		t.Fatalf("tenant A with tenant B's repository ids found %d findings", len(got))
+	// Both forms of the grant check (narrow and wide, widegrants.go).
+	for _, wide = range []bool{false, true} {
+		if got := call(a.TenantID, false, b.RepoIDs, nil); len(got) != 0 {
+			t.Fatalf("wide=%v: tenant A with tenant B's repository ids found %d findings", wide, len(got))
+		}
+		if got := call(a.TenantID, false, append(b.RepoIDs, a.RepoIDs[0]), nil); len(got) == 0 || !owned(a.TenantID, got) {
+			t.Fatalf("wide=%v: tenant A with B's ids and one of its own: %d findings, all of tenant A: %v", wide, len(got), owned(a.TenantID, got))
+		}
 	}
+	wide = false
 	if got := call(a.TenantID, false, b.RepoIDs, &b.RepoIDs[0]); len(got) != 0 {
 		t.Fatalf("tenant A naming tenant B's repository found %d findings", len(got))
 	}
@@ -211,17 +237,26 @@ func TestSearchFindingsPlans(t *testing.T) {
 		f     postgres.FindingFilter
 		want  []string
 		never []string
+		wide  bool
 	}{
-		{"rare word", postgres.FindingFilter{Repos: member, Query: pgtest.RareWord, Status: "open"}, []string{"findings_search_trgm"}, []string{"Seq Scan on findings"}},
-		{"rare word, admin", postgres.FindingFilter{Repos: postgres.RepoFilter{All: true}, Query: pgtest.RareWord}, []string{"findings_search_trgm"}, []string{"Seq Scan on findings"}},
-		{"common word", postgres.FindingFilter{Repos: member, Query: pgtest.CommonWord}, []string{"findings_tenant_created"}, []string{"Seq Scan on findings", "findings_search_trgm"}},
-		{"rule", postgres.FindingFilter{Repos: member, Rule: pgtest.RareRule}, []string{"findings_tenant_rule_created"}, []string{"Seq Scan on findings"}},
-		{"pull request", postgres.FindingFilter{Repos: member, RepoID: &repo, PRNumber: &pr}, []string{"findings_tenant_pr_created"}, []string{"Seq Scan on findings"}},
-		{"repository", postgres.FindingFilter{Repos: member, RepoID: &repo}, []string{"findings_tenant_repo_created"}, []string{"Seq Scan on findings"}},
+		{"rare word", postgres.FindingFilter{Repos: member, Query: pgtest.RareWord, Status: "open"}, []string{"findings_search_trgm"}, []string{"Seq Scan on findings"}, false},
+		{"rare word, admin", postgres.FindingFilter{Repos: postgres.RepoFilter{All: true}, Query: pgtest.RareWord}, []string{"findings_search_trgm"}, []string{"Seq Scan on findings"}, false},
+		{"common word", postgres.FindingFilter{Repos: member, Query: pgtest.CommonWord}, []string{"findings_tenant_created"}, []string{"Seq Scan on findings", "findings_search_trgm"}, false},
+		{"rule", postgres.FindingFilter{Repos: member, Rule: pgtest.RareRule}, []string{"findings_tenant_rule_created"}, []string{"Seq Scan on findings"}, false},
+		{"pull request", postgres.FindingFilter{Repos: member, RepoID: &repo, PRNumber: &pr}, []string{"findings_tenant_pr_created"}, []string{"Seq Scan on findings"}, false},
+		{"repository", postgres.FindingFilter{Repos: member, RepoID: &repo}, []string{"findings_tenant_repo_created"}, []string{"Seq Scan on findings"}, false},
+		// Wide grants (widegrants.go): the same indexes, the grant check a
+		// filter over a constant array (so it is hashed), never the
+		// repositories' index, which would read every granted
+		// repository's findings and sort them.
+		{"rare word, wide grants", postgres.FindingFilter{Repos: member, Query: pgtest.RareWord, Status: "open"}, []string{"findings_search_trgm", wideCheck}, []string{"Seq Scan on findings", "findings_tenant_repo_created"}, true},
+		{"common word, wide grants", postgres.FindingFilter{Repos: member, Query: pgtest.CommonWord}, []string{"findings_tenant_created", wideCheck}, []string{"Seq Scan on findings", "findings_search_trgm", "findings_tenant_repo_created"}, true},
+		{"rule, wide grants", postgres.FindingFilter{Repos: member, Rule: pgtest.RareRule}, []string{"findings_tenant_rule_created", wideCheck}, []string{"Seq Scan on findings", "findings_tenant_repo_created"}, true},
+		{"severity, wide grants", postgres.FindingFilter{Repos: member, MinSeverity: codelotse.SeverityHigh, Status: "open"}, []string{"findings_tenant_created", wideCheck}, []string{"Seq Scan on findings", "findings_tenant_repo_created"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.f.Limit = 21
-			sql, args, err := postgres.SearchFindingsQuery(s.TenantID, tc.f)
+			sql, args, err := postgres.SearchFindingsQuery(s.TenantID, tc.f, tc.wide)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,6 +265,9 @@ func TestSearchFindingsPlans(t *testing.T) {
 		})
 	}
 }
+
+// wideCheck is how a plan shows the wide grant check over a constant array.
+const wideCheck = "COALESCE((repository_id = ANY ('{"
 
 // explainConn connects as the administrator, loads auto_explain so that the
 // plan of every statement — including those inside plpgsql functions —

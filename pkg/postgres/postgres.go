@@ -87,6 +87,9 @@ func ParsePoolConfig(url string) (_ *PoolConfig, err error) {
 // DB is a pool plus what tenant transactions need.
 type DB struct {
 	Pool *pgxpool.Pool
+	// repoCounts caches each tenant's repository count, a planning hint
+	// (widegrants.go).
+	repoCounts repoCounts
 }
 
 // Open connects with cfg and checks that the database answers.
@@ -191,10 +194,27 @@ func (t TenantDB) TenantID() string { return t.tenantID }
 // and ends with it. A timeout above zero sets a statement timeout for the
 // query, transaction-locally in the same round trip.
 func (db *DB) readTenant(ctx context.Context, tenantID string, timeout time.Duration, sql string, args []any, scan func(pgx.Rows) error) error {
-	return classifyConn(db.readTenantBatch(ctx, tenantID, timeout, sql, args, scan))
+	return db.readTenantWith(ctx, tenantID, readOptions{timeout: timeout}, sql, args, scan)
 }
 
-func (db *DB) readTenantBatch(ctx context.Context, tenantID string, timeout time.Duration, sql string, args []any, scan func(pgx.Rows) error) error {
+// readOptions are a read's transaction-local settings.
+type readOptions struct {
+	// timeout above zero is the query's statement timeout.
+	timeout time.Duration
+	// customPlan plans the query for its parameters' values on every call,
+	// never with PostgreSQL's cached generic plan (plan_cache_mode): for a
+	// statement whose plan depends on a value the generic plan would treat
+	// as unknown (wide grants, widegrants.go).
+	customPlan bool
+}
+
+// readTenantWith is readTenant with settings beyond a timeout.
+func (db *DB) readTenantWith(ctx context.Context, tenantID string, o readOptions, sql string, args []any, scan func(pgx.Rows) error) error {
+	return classifyConn(db.readTenantBatch(ctx, tenantID, o, sql, args, scan))
+}
+
+func (db *DB) readTenantBatch(ctx context.Context, tenantID string, o readOptions, sql string, args []any, scan func(pgx.Rows) error) error {
+	timeout := o.timeout
 	if tenantID == "" {
 		return codelotse.Errorf(codelotse.Internal, "tenant read without a tenant")
 	}
@@ -218,6 +238,9 @@ func (db *DB) readTenantBatch(ctx context.Context, tenantID string, timeout time
 	}
 	if timeout > 0 {
 		b.Queue("SELECT set_config('statement_timeout', $1, true)", strconv.FormatInt(timeout.Milliseconds(), 10))
+	}
+	if o.customPlan {
+		b.Queue("SELECT set_config('plan_cache_mode', 'force_custom_plan', true)")
 	}
 	b.Queue(sql, args...)
 	br := db.Pool.SendBatch(ctx, b)
@@ -246,7 +269,11 @@ func (db *DB) readTenantBatch(ctx context.Context, tenantID string, timeout time
 		}
 		chk.setEpoch(epoch)
 	}
-	if timeout > 0 {
+	// The settings' results, in the order they were queued.
+	for _, queued := range []bool{timeout > 0, o.customPlan} {
+		if !queued {
+			continue
+		}
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return err

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -82,20 +83,24 @@ type RepoFilter struct {
 func (t TenantDB) ListRepositories(ctx context.Context, f RepoFilter, query string, afterID int64, limit int) (_ []codelotse.Repository, err error) {
 	defer wrap(&err, "postgres.ListRepositories")
 	db, tenantID := t.db, t.tenantID
+	grants, args, o, err := t.grantWhere(ctx, f, "r.id", tenantID, query, afterID, limit)
+	if err != nil {
+		return nil, err
+	}
 	var out []codelotse.Repository
-	err = db.readTenant(ctx, tenantID, 0, `
+	err = db.readTenantWith(ctx, tenantID, o, `
 		SELECT r.id, r.full_name, r.default_branch, r.private, r.url, coalesce(r.indexed_commit, ''), r.indexed_at,
 		       (SELECT count(DISTINCT p.id) FROM pull_requests p
 		         JOIN reviews v ON v.tenant_id = p.tenant_id AND v.pull_request_id = p.id
 		         WHERE p.tenant_id = r.tenant_id AND p.repository_id = r.id AND p.state = 'open')::int
 		FROM repositories r
 		WHERE r.tenant_id = $1
-		  AND ($2 OR r.id = ANY($3))
-		  AND ($4 = '' OR strpos(lower(r.full_name), lower($4)) > 0)
-		  AND ($5 = 0 OR (lower(r.full_name), r.id) > (SELECT lower(c.full_name), c.id FROM repositories c WHERE c.tenant_id = $1 AND c.id = $5))
+		  AND `+grants+`
+		  AND ($2 = '' OR strpos(lower(r.full_name), lower($2)) > 0)
+		  AND ($3 = 0 OR (lower(r.full_name), r.id) > (SELECT lower(c.full_name), c.id FROM repositories c WHERE c.tenant_id = $1 AND c.id = $3))
 		ORDER BY lower(r.full_name), r.id
-		LIMIT $6`,
-		[]any{tenantID, f.All, f.IDs, query, afterID, limit},
+		LIMIT $4`,
+		args,
 		func(rows pgx.Rows) error {
 			for rows.Next() {
 				var r codelotse.Repository
@@ -123,17 +128,27 @@ func (t TenantDB) ResolveRepository(ctx context.Context, f RepoFilter, ref strin
 	}
 	var r codelotse.Repository
 	found := false
+	// At most two rows, one by id and one by name (full names are unique per
+	// tenant, case-insensitively); the first granted one answers, as the
+	// LIMIT 1 of the grant-filtered statement did. The grant is checked here,
+	// not by the statement, so that a member's thousands of grants are not
+	// planned as constants on every call (widegrants.go). No ORDER BY: with
+	// one, the generic plan walks the primary key through every repository
+	// of the tenant.
 	err = db.readTenant(ctx, tenantID, 0, `
 		SELECT id, full_name, default_branch, private, url, coalesce(indexed_commit, ''), indexed_at
 		FROM repositories
-		WHERE tenant_id = $1 AND (id = $2 OR lower(full_name) = lower($3))
-		  AND ($4 OR id = ANY($5))
-		LIMIT 1`,
-		[]any{tenantID, id, ref, f.All, f.IDs},
+		WHERE tenant_id = $1 AND (id = $2 OR lower(full_name) = lower($3))`,
+		[]any{tenantID, id, ref},
 		func(rows pgx.Rows) error {
-			if rows.Next() {
-				found = true
-				return rows.Scan(&r.ID, &r.FullName, &r.DefaultBranch, &r.Private, &r.URL, &r.IndexedCommit, &r.IndexedAt)
+			for rows.Next() && !found {
+				var c codelotse.Repository
+				if err := rows.Scan(&c.ID, &c.FullName, &c.DefaultBranch, &c.Private, &c.URL, &c.IndexedCommit, &c.IndexedAt); err != nil {
+					return err
+				}
+				if f.All || slices.Contains(f.IDs, c.ID) {
+					r, found = c, true
+				}
 			}
 			return nil
 		})
@@ -152,9 +167,13 @@ func (t TenantDB) IndexedRepositoryIDs(ctx context.Context, f RepoFilter) (_ []i
 	defer wrap(&err, "postgres.IndexedRepositoryIDs")
 	db, tenantID := t.db, t.tenantID
 	var ids []int64
-	err = db.readTenant(ctx, tenantID, 0, `SELECT id FROM repositories
-		WHERE tenant_id = $1 AND ($2 OR id = ANY($3)) AND indexed_commit IS NOT NULL ORDER BY id`,
-		[]any{tenantID, f.All, f.IDs}, func(rows pgx.Rows) error {
+	grants, args, o, err := t.grantWhere(ctx, f, "id", tenantID)
+	if err != nil {
+		return nil, err
+	}
+	err = db.readTenantWith(ctx, tenantID, o, `SELECT id FROM repositories
+		WHERE tenant_id = $1 AND `+grants+` AND indexed_commit IS NOT NULL ORDER BY id`,
+		args, func(rows pgx.Rows) error {
 			var err error
 			ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 			return err

@@ -265,12 +265,21 @@ type FindingFilter struct {
 func (t TenantDB) SearchFindings(ctx context.Context, f FindingFilter) (_ []codelotse.Finding, err error) {
 	defer wrap(&err, "postgres.SearchFindings")
 	db, tenantID := t.db, t.tenantID
-	sql, args, err := searchFindingsQuery(tenantID, f)
+	f.Repos = narrowToRepo(f.Repos, f.RepoID)
+	wide, err := t.wideGrants(ctx, f.Repos)
 	if err != nil {
 		return nil, err
 	}
+	sql, args, err := searchFindingsQuery(tenantID, f, wide)
+	if err != nil {
+		return nil, err
+	}
+	// Only a statement that checks the grants itself needs a custom plan
+	// for them; a text query passes them to search_finding_ids, whose
+	// statements are planned for their values anyway.
+	o := readOptions{customPlan: wide && f.Query == ""}
 	var out []codelotse.Finding
-	err = db.readTenant(ctx, tenantID, 0, sql, args, func(rows pgx.Rows) error {
+	err = db.readTenantWith(ctx, tenantID, o, sql, args, func(rows pgx.Rows) error {
 		var err error
 		out, err = pgx.CollectRows(rows, scanFinding)
 		return err
@@ -282,8 +291,10 @@ func (t TenantDB) SearchFindings(ctx context.Context, f FindingFilter) (_ []code
 }
 
 // searchFindingsQuery builds SearchFindings' statement; the plan test runs
-// it under EXPLAIN.
-func searchFindingsQuery(tenantID string, f FindingFilter) (string, []any, error) {
+// it under EXPLAIN. wide writes the grant check for wide grants
+// (widegrants.go); the caller then forces a custom plan unless the grants
+// go to search_finding_ids.
+func searchFindingsQuery(tenantID string, f FindingFilter, wide bool) (string, []any, error) {
 	if f.Limit < 1 || f.Limit > 1000 {
 		return "", nil, codelotse.Errorf(codelotse.Internal, "postgres.SearchFindings: limit %d out of range", f.Limit)
 	}
@@ -327,11 +338,11 @@ func searchFindingsQuery(tenantID string, f FindingFilter) (string, []any, error
 		where += " AND f.id = ANY(ARRAY(SELECT s.id FROM search_finding_ids(" + strings.Join([]string{
 			arg(f.Repos.All), arg(nonNilIDs(f.Repos.IDs)), arg(f.RepoID), arg(f.Query), arg(sevArg) + "::text[]",
 			arg(null(f.Status)), arg(null(f.Rule)), arg(null(f.PathPrefix)), arg(f.PRNumber) + "::int",
-			afterTime(f.AfterID), arg(f.AfterID), arg(f.Limit),
+			afterTime(f.AfterID), arg(f.AfterID), arg(f.Limit), arg(wide),
 		}, ", ") + ") s))"
 	} else {
 		if !f.Repos.All {
-			where += " AND f.repository_id = ANY(" + arg(nonNilIDs(f.Repos.IDs)) + ")"
+			where += " AND " + grantCheck("f.repository_id", arg(nonNilIDs(f.Repos.IDs)), wide)
 		}
 		if f.RepoID != nil {
 			where += " AND f.repository_id = " + arg(*f.RepoID)

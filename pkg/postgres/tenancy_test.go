@@ -465,4 +465,25 @@ func TestReadTenantTimeout(t *testing.T) {
 	if timeout != "0" {
 		t.Errorf("statement_timeout = %s after the read, want the default 0", timeout)
 	}
+
+	// A forced custom plan (wide grants) is set for the query alone too,
+	// beside a timeout.
+	var mode, during string
+	err = postgres.ReadTenantCustomPlan(ctx, one, a, time.Second, "SELECT current_setting('plan_cache_mode'), current_setting('statement_timeout')", nil, func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := rows.Scan(&mode, &during); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || mode != "force_custom_plan" || during != "1s" {
+		t.Fatalf("read with a custom plan: plan_cache_mode %q, statement_timeout %q, err %v", mode, during, err)
+	}
+	if err := one.Pool.QueryRow(ctx, "SHOW plan_cache_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "auto" {
+		t.Errorf("plan_cache_mode = %s after the read, want the default auto", mode)
+	}
 }
