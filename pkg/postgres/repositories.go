@@ -52,7 +52,7 @@ func (tx *Tx) RepositoryByName(ctx context.Context, fullName string) (_ codelots
 	tenantID := tx.tenantID
 	var r codelotse.Repository
 	err = tx.q.QueryRow(ctx, `SELECT id, full_name, default_branch, private, url FROM repositories
-		WHERE tenant_id = $1 AND lower(full_name) = lower($2)`, tenantID, fullName).
+		WHERE tenant_id = $1 AND name_key = lower($2)`, tenantID, fullName).
 		Scan(&r.ID, &r.FullName, &r.DefaultBranch, &r.Private, &r.URL)
 	r.TenantID = tenantID
 	return r, notFound(err, "no repository "+fullName+" in this tenant")
@@ -83,9 +83,25 @@ type RepoFilter struct {
 func (t TenantDB) ListRepositories(ctx context.Context, f RepoFilter, query string, afterID int64, limit int) (_ []codelotse.Repository, err error) {
 	defer wrap(&err, "postgres.ListRepositories")
 	db, tenantID := t.db, t.tenantID
-	grants, args, o, err := t.grantWhere(ctx, f, "r.id", tenantID, query, afterID, limit)
+	grants, args, o, err := t.grantWhere(ctx, f, "r.id", tenantID, limit)
 	if err != nil {
 		return nil, err
+	}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := ""
+	if query != "" {
+		where += " AND strpos(r.name_key, lower(" + arg(query) + ")) > 0"
+	}
+	// The keyset: name_key and id are compared with leakproof operators, so
+	// the page starts where the index says, not after reading every
+	// repository before it (migration 0067). A repository deleted since
+	// the cursor was made has no name_key: the listing ends.
+	if afterID != 0 {
+		n := arg(afterID)
+		where += " AND (r.name_key, r.id) > ((SELECT c.name_key FROM repositories c WHERE c.tenant_id = $1 AND c.id = " + n + "), " + n + ")"
 	}
 	var out []codelotse.Repository
 	err = db.readTenantWith(ctx, tenantID, o, `
@@ -94,12 +110,9 @@ func (t TenantDB) ListRepositories(ctx context.Context, f RepoFilter, query stri
 		         JOIN reviews v ON v.tenant_id = p.tenant_id AND v.pull_request_id = p.id
 		         WHERE p.tenant_id = r.tenant_id AND p.repository_id = r.id AND p.state = 'open')::int
 		FROM repositories r
-		WHERE r.tenant_id = $1
-		  AND `+grants+`
-		  AND ($2 = '' OR strpos(lower(r.full_name), lower($2)) > 0)
-		  AND ($3 = 0 OR (lower(r.full_name), r.id) > (SELECT lower(c.full_name), c.id FROM repositories c WHERE c.tenant_id = $1 AND c.id = $3))
-		ORDER BY lower(r.full_name), r.id
-		LIMIT $4`,
+		WHERE r.tenant_id = $1 AND `+grants+where+`
+		ORDER BY r.name_key, r.id
+		LIMIT $2`,
 		args,
 		func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -132,13 +145,14 @@ func (t TenantDB) ResolveRepository(ctx context.Context, f RepoFilter, ref strin
 	// tenant, case-insensitively); the first granted one answers, as the
 	// LIMIT 1 of the grant-filtered statement did. The grant is checked here,
 	// not by the statement, so that a member's thousands of grants are not
-	// planned as constants on every call (widegrants.go). No ORDER BY: with
-	// one, the generic plan walks the primary key through every repository
-	// of the tenant.
+	// planned as constants on every call (widegrants.go). Both conditions
+	// are index conditions under RLS (name_key, migration 0067). No ORDER
+	// BY: with one, the generic plan walks the primary key through every
+	// repository of the tenant.
 	err = db.readTenant(ctx, tenantID, 0, `
 		SELECT id, full_name, default_branch, private, url, coalesce(indexed_commit, ''), indexed_at
 		FROM repositories
-		WHERE tenant_id = $1 AND (id = $2 OR lower(full_name) = lower($3))`,
+		WHERE tenant_id = $1 AND (id = $2 OR name_key = lower($3))`,
 		[]any{tenantID, id, ref},
 		func(rows pgx.Rows) error {
 			for rows.Next() && !found {

@@ -163,7 +163,7 @@ func (tx *Tx) UpsertGitHubRepository(ctx context.Context, githubID int64, fullNa
 	var id int64
 	err = tx.q.QueryRow(ctx, `UPDATE repositories SET github_id = $2, full_name = $3, default_branch = coalesce(nullif($4, ''), default_branch),
 			url = coalesce(nullif($5, ''), url), private = $6
-		WHERE tenant_id = $1 AND (github_id = $2 OR (github_id IS NULL AND lower(full_name) = lower($3))) RETURNING id`,
+		WHERE tenant_id = $1 AND (github_id = $2 OR (github_id IS NULL AND name_key = lower($3))) RETURNING id`,
 		tenantID, githubID, fullName, defaultBranch, url, private).Scan(&id)
 	if err == nil || !errors.Is(err, pgx.ErrNoRows) {
 		return id, err

@@ -1,0 +1,121 @@
+package postgres_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/codelotse/codelotse/pkg/postgres"
+)
+
+// explainDB returns a DB whose one connection logs the plan of every
+// statement it runs (auto_explain, loaded as the administrator) and then
+// acts as the runtime role, so that a test can assert the plans of the
+// package's own statements, run through its API, as RLS allows them; and
+// a function that returns the plans logged since its last call. settings
+// are further SET statements for the connection.
+func explainDB(t *testing.T, adminURL, appRole string, settings ...string) (*postgres.DB, func() string) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(adminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	var mu sync.Mutex
+	var plans []string
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		defer mu.Unlock()
+		plans = append(plans, n.Message)
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		for _, q := range append([]string{
+			"LOAD 'auto_explain'",
+			"SET auto_explain.log_min_duration = 0",
+			"SET auto_explain.log_nested_statements = on",
+			"SET client_min_messages = log",
+			"SET ROLE " + pgx.Identifier{appRole}.Sanitize(),
+		}, settings...) {
+			if _, err := c.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return &postgres.DB{Pool: pool}, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := strings.Join(plans, "\n")
+		plans = nil
+		return out
+	}
+}
+
+// TestRepositoryReadPlans asserts that looking a repository up by name or
+// id and paging the listing can search the name key's index (migration
+// 0067) as the runtime role under RLS, for an admin and for a member with
+// wide grants: their conditions are index conditions, not filters applied
+// to every repository of the tenant after the tenant policy (a condition
+// with a function that is not leakproof, such as lower(full_name), could
+// only be the latter). The fixture's 150 repositories are few enough that
+// a sequential scan is cheaper, so sequential scans are switched off: the
+// test is about what the index can serve.
+func TestRepositoryReadPlans(t *testing.T) {
+	env, s := seedBig(t, 20) // 150 repositories, the member sees 100 (wide grants)
+	ctx := context.Background()
+	db, plans := explainDB(t, env.AdminURL, env.Roles.App, "SET enable_seqscan = off")
+	tdb := db.Tenant(s.TenantID)
+	member := postgres.RepoFilter{IDs: s.MemberRepoIDs}
+	admin := postgres.RepoFilter{All: true}
+	mid := s.MemberRepoIDs[50]
+	if wide, err := postgres.WideGrants(ctx, tdb, member); err != nil || !wide {
+		t.Fatalf("the member's grants are not wide (%v, %v): the test would not run the wide form", wide, err)
+	}
+	const never = "Seq Scan on repositories"
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		want []string
+	}{
+		{"resolve by name", func() error {
+			_, err := tdb.ResolveRepository(ctx, member, "BigOrg/Repo-00051")
+			return err
+		}, []string{"Bitmap Index Scan on repositories_tenant_name_key", "AND (name_key = 'bigorg/repo-00051'::text)"}},
+		{"resolve by id", func() error {
+			_, err := tdb.ResolveRepository(ctx, admin, strconv.FormatInt(mid, 10))
+			return err
+		}, []string{"Index Cond: (id = ", "Bitmap Index Scan on repositories_tenant_name_key"}},
+		{"list, a later page", func() error {
+			_, err := tdb.ListRepositories(ctx, member, "", mid, 21)
+			return err
+		}, []string{"Index Scan using repositories_tenant_name_key", "AND (ROW(name_key, id) > ROW("}},
+		{"list, admin, a later page", func() error {
+			_, err := tdb.ListRepositories(ctx, admin, "", mid, 21)
+			return err
+		}, []string{"Index Scan using repositories_tenant_name_key", "AND (ROW(name_key, id) > ROW("}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A first call reads the tenant's repository count for the
+			// member's wide grants (widegrants.go); the second is the one.
+			if err := tc.run(); err != nil {
+				t.Fatal(err)
+			}
+			plans()
+			if err := tc.run(); err != nil {
+				t.Fatal(err)
+			}
+			assertPlan(t, plans(), tc.want, []string{never})
+		})
+	}
+}
