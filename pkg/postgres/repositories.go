@@ -78,8 +78,9 @@ type RepoFilter struct {
 }
 
 // ListRepositories lists viewable repositories whose full name contains
-// query (case-insensitive), ordered by full name then id, starting after the
-// keyset cursor (afterName, afterID), at most limit rows.
+// query (case-insensitive), ordered by lower-cased full name then id,
+// starting after the repository afterID (0: from the start), at most limit
+// rows.
 func (t TenantDB) ListRepositories(ctx context.Context, f RepoFilter, query string, afterID int64, limit int) (_ []codelotse.Repository, err error) {
 	defer wrap(&err, "postgres.ListRepositories")
 	db, tenantID := t.db, t.tenantID

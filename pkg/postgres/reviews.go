@@ -265,6 +265,9 @@ type FindingFilter struct {
 func (t TenantDB) SearchFindings(ctx context.Context, f FindingFilter) (_ []codelotse.Finding, err error) {
 	defer wrap(&err, "postgres.SearchFindings")
 	db, tenantID := t.db, t.tenantID
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	f.Repos = narrowToRepo(f.Repos, f.RepoID)
 	wide, err := t.wideGrants(ctx, f.Repos)
 	if err != nil {
@@ -290,13 +293,24 @@ func (t TenantDB) SearchFindings(ctx context.Context, f FindingFilter) (_ []code
 	return out, nil
 }
 
+// check refuses a filter no statement can serve, before anything is read.
+func (f FindingFilter) check() error {
+	if f.Limit < 1 || f.Limit > 1000 {
+		return codelotse.Errorf(codelotse.Internal, "postgres.SearchFindings: limit %d out of range", f.Limit)
+	}
+	if f.PRNumber != nil && f.RepoID == nil {
+		return codelotse.Errorf(codelotse.Invalid, "pull_request needs repository: pull request numbers are per repository.")
+	}
+	return nil
+}
+
 // searchFindingsQuery builds SearchFindings' statement; the plan test runs
 // it under EXPLAIN. wide writes the grant check for wide grants
 // (widegrants.go); the caller then forces a custom plan unless the grants
 // go to search_finding_ids.
 func searchFindingsQuery(tenantID string, f FindingFilter, wide bool) (string, []any, error) {
-	if f.Limit < 1 || f.Limit > 1000 {
-		return "", nil, codelotse.Errorf(codelotse.Internal, "postgres.SearchFindings: limit %d out of range", f.Limit)
+	if err := f.check(); err != nil {
+		return "", nil, err
 	}
 	var severities []string
 	if f.MinSeverity != "" {
@@ -305,9 +319,6 @@ func searchFindingsQuery(tenantID string, f FindingFilter, wide bool) (string, [
 				severities = append(severities, string(s))
 			}
 		}
-	}
-	if f.PRNumber != nil && f.RepoID == nil {
-		return "", nil, codelotse.Errorf(codelotse.Invalid, "pull_request needs repository: pull request numbers are per repository.")
 	}
 	args := []any{tenantID}
 	arg := func(v any) string {

@@ -3,10 +3,13 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -181,5 +184,47 @@ func TestRepositoryReadsWithWideGrants(t *testing.T) {
 		check(form+" list", list(""), all, len(s.MemberRepoIDs))
 		check(form+" list repo-0001", list("REPO-0001"), all, 10) // repo-00010 … repo-00019, all among the 50 granted
 		check(form+" indexed", indexed(), third, nThird)
+	}
+
+	// The listing's order is lower-cased full name, then id, as before the
+	// name key (migration 0067): names in mixed case and with punctuation,
+	// inserted out of name order, paged through with the cursor as an
+	// admin, against PostgreSQL's own ORDER BY lower(full_name), id.
+	if err := env.Admin.InTenant(ctx, s.TenantID, func(tx *postgres.Tx) error {
+		_, err := postgres.Raw(tx).Exec(ctx, `INSERT INTO repositories (tenant_id, full_name, url)
+			SELECT $1, n, '' FROM unnest(ARRAY['bigorg/Zed', 'BIGORG/alpha', 'bigorg/Beta-1', 'bigorg/beta_0', 'bigorg/_x',
+				'bigorg/REPO-00007x', 'other/a', 'Bigorg/beta.2']) n`, s.TenantID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var want []int64
+	if err := env.Admin.InTenant(ctx, s.TenantID, func(tx *postgres.Tx) error {
+		rows, err := postgres.Raw(tx).Query(ctx, `SELECT id FROM repositories WHERE tenant_id = $1 ORDER BY lower(full_name), id`, s.TenantID)
+		if err != nil {
+			return err
+		}
+		want, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	var after int64
+	for {
+		page, err := tdb.ListRepositories(ctx, postgres.RepoFilter{All: true}, "", after, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page {
+			got = append(got, r.ID)
+		}
+		if len(page) < 7 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("listing order:\n got %v\nwant %v", got, want)
 	}
 }
