@@ -287,18 +287,29 @@ func explainConn(t *testing.T, env *pgtest.Env) (*pgx.Conn, *[]string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
-	for _, q := range []string{
+	if err := explainSession(ctx, conn, env.Roles.App); err != nil {
+		t.Fatal(err)
+	}
+	return conn, plans
+}
+
+// explainSession makes an administrator's connection log the plan of every
+// statement it runs, nested ones included, as notices (auto_explain), and
+// then act as appRole, so that the plans are the ones RLS allows the
+// runtime role; settings are further SET statements.
+func explainSession(ctx context.Context, conn *pgx.Conn, appRole string, settings ...string) error {
+	for _, q := range append([]string{
 		"LOAD 'auto_explain'",
 		"SET auto_explain.log_min_duration = 0",
 		"SET auto_explain.log_nested_statements = on",
 		"SET client_min_messages = log",
-		"SET ROLE " + pgx.Identifier{env.Roles.App}.Sanitize(),
-	} {
+		"SET ROLE " + pgx.Identifier{appRole}.Sanitize(),
+	}, settings...) {
 		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
+			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
-	return conn, plans
+	return nil
 }
 
 // assertPlan fails t unless plan names every one of want and none of never

@@ -14,12 +14,10 @@ import (
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
-// explainDB returns a DB whose one connection logs the plan of every
-// statement it runs (auto_explain, loaded as the administrator) and then
-// acts as the runtime role, so that a test can assert the plans of the
-// package's own statements, run through its API, as RLS allows them; and
-// a function that returns the plans logged since its last call. settings
-// are further SET statements for the connection.
+// explainDB returns a DB whose one connection is an explainSession, so that
+// a test can assert the plans of the package's own statements, run through
+// its API, as RLS allows them; and a function that returns the plans logged
+// since its last call. settings are further SET statements.
 func explainDB(t *testing.T, adminURL, appRole string, settings ...string) (*postgres.DB, func() string) {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(adminURL)
@@ -35,18 +33,7 @@ func explainDB(t *testing.T, adminURL, appRole string, settings ...string) (*pos
 		plans = append(plans, n.Message)
 	}
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		for _, q := range append([]string{
-			"LOAD 'auto_explain'",
-			"SET auto_explain.log_min_duration = 0",
-			"SET auto_explain.log_nested_statements = on",
-			"SET client_min_messages = log",
-			"SET ROLE " + pgx.Identifier{appRole}.Sanitize(),
-		}, settings...) {
-			if _, err := c.Exec(ctx, q); err != nil {
-				return err
-			}
-		}
-		return nil
+		return explainSession(ctx, c, appRole, settings...)
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {

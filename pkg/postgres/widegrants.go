@@ -105,12 +105,9 @@ func (t TenantDB) repositoryCount(ctx context.Context) (int64, error) {
 	}
 	var n int64
 	err := t.db.readTenant(ctx, t.tenantID, 0, `SELECT count(*) FROM repositories WHERE tenant_id = $1`, []any{t.tenantID}, func(rows pgx.Rows) error {
-		for rows.Next() {
-			if err := rows.Scan(&n); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		n, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
+		return err
 	})
 	if err != nil {
 		return 0, err
