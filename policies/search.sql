@@ -187,11 +187,14 @@ REVOKE ALL ON FUNCTION search_code_index_pattern(uuid, text) FROM PUBLIC;
 --    rarest trigrams when those are selective (search_code_index_pattern),
 --    leave a literal whose every trigram is in half of the chunks to the
 --    rows when another is selective (its share, search_code_index_pattern), and check
---    the whole literals on their rows. Where the yield (the walk's so
---    far, or the last step's when that predicts less) says the page ends
---    early in a dense bucket, only the position's sub-bucket of 1,024 ids
---    is asked (the index's third column, migration
---    0065), so that its later candidates are not all rechecked. With few
+--    the whole literals on their rows. Where the bucket's ids outside
+--    the part the page needs (from the position to the end the yield
+--    predicts, or to the run's end) hold more candidates than asking
+--    that part sub-bucket by sub-bucket costs, only the position's
+--    sub-bucket of 1,024 ids is asked (the index's third column,
+--    migration 0065), so that the bucket's other candidates are not all
+--    rechecked. A further window is checked only while it is small or
+--    costs less than the index's candidates for its ids. With few
 --    repositories each bucket starts at the next chunk of one of them and
 --    the walk ends at their last chunk, so that one repository of many is
 --    searched over its own chunks. Each phase's matches come after the
@@ -265,6 +268,10 @@ DECLARE
     v_idsleft  bigint;
     v_kw       integer;
     v_reach    bigint;
+    -- The bucket step's reach (the predicted end, the run's end or the
+    -- bucket's) and the sub-buckets from the position to it.
+    v_until    bigint;
+    v_nsub     bigint;
     v_ids      bigint[] := '{}';
     v_all      bigint[];
     v_pos      integer;
@@ -276,6 +283,9 @@ DECLARE
     v_end      bigint;
     v_next     bigint;
     v_window   integer := greatest(64, 2 * p_limit);
+    -- A window of at most this many chunks is checked without asking
+    -- whether the index would cost less (below): about a statement's worth.
+    v_window_min constant integer := 128;
     v_src      text;
     v_window_sql text;
     v_bucket_sql text;
@@ -606,35 +616,43 @@ BEGIN
         ELSE
             -- The bucket, or only the sub-bucket of 1,024 ids the position
             -- is in (the span index's third column, migration 0065) when
-            -- the page is predicted to end sooner (v_span) and the part
-            -- of the bucket past that predicted end would hold more
-            -- candidates (v_dense per id) than another statement costs (a
-            -- sub-bucket that holds too few asks again, and one that
-            -- holds none leaves the next step the rest of the bucket
-            -- whole, v_span being NULL then): a bitmap's rows are
-            -- all rechecked, so a dense bucket asked whole for a few ids
-            -- rechecks all of its candidates (func \w+Handler\( rechecked
-            -- 743 in its last bucket for 5 ids, which its first 1,024 ids
-            -- held: 390 now). The next step goes on from the sub-bucket's
-            -- end, in the same bucket.
+            -- the rest of the bucket would hold more candidates (v_dense
+            -- per id) than the statements of asking sub-bucket by
+            -- sub-bucket cost. A bitmap's rows are all rechecked, and its
+            -- ids bounded only after the recheck, so a bucket asked whole
+            -- rechecks every candidate of it: those past the page's
+            -- predicted end (v_span; func \w+Handler\( rechecked 743 in
+            -- its last bucket for 5 ids, which its first 1,024 ids held),
+            -- those past the end of the run under a path prefix (math/'s
+            -- first run is a third of its bucket, where err has 4,000
+            -- candidates), and those before the position (context.Context
+            -- under net/http/ at full size, asked from a position in the
+            -- last sub-bucket of a bucket, rechecked the bucket's 513
+            -- candidates where that sub-bucket holds 209). The
+            -- sub-buckets the page needs (v_nsub, to the predicted end,
+            -- the run's end or the bucket's) each cost a statement, about
+            -- a recheck of v_bucket_cands candidates; the sub-bucket is
+            -- asked when the bucket's other ids hold at least that many
+            -- per needed sub-bucket. A sub-bucket that holds too few asks
+            -- again; with no prediction (v_span NULL after a step that
+            -- found none) the page is taken to need the bucket's end. The
+            -- next step goes on from the sub-bucket's end, in the same
+            -- bucket.
             v_hi := ((v_bucket + 1) << 13) - 1;
             v_sub := NULL;
-            IF v_span IS NOT NULL AND v_dense IS NOT NULL
-               AND (v_hi - (v_lo + v_span)) * v_dense >= v_bucket_cands THEN
-                v_sub := (v_lo + 1) >> 10;
-                v_hi := ((v_sub + 1) << 10) - 1;
-            ELSIF v_runs AND v_dense IS NOT NULL AND v_ihi[v_k] < v_hi
-                  AND (v_hi - v_ihi[v_k]) * v_dense
-                      >= v_bucket_cands * ((v_ihi[v_k] >> 10) - ((v_lo + 1) >> 10)) + v_bucket_cands THEN
-                -- Under a prefix whose run ends inside the bucket, where
-                -- the bucket past the run holds more candidates than the
-                -- run's sub-buckets would cost in statements (one more
-                -- each): the sub-buckets one at a time, so that the
-                -- candidates of the bucket's other directories are not
-                -- rechecked (math/'s first run is a third of its bucket,
-                -- where err has 4,000 candidates).
-                v_sub := (v_lo + 1) >> 10;
-                v_hi := ((v_sub + 1) << 10) - 1;
+            IF v_dense IS NOT NULL THEN
+                v_until := v_hi;
+                IF v_span IS NOT NULL THEN
+                    v_until := least(v_until, v_lo + v_span);
+                END IF;
+                IF v_runs THEN
+                    v_until := least(v_until, v_ihi[v_k]);
+                END IF;
+                v_nsub := (v_until >> 10) - ((v_lo + 1) >> 10) + 1;
+                IF (8192 - 1024 * v_nsub) * v_dense >= v_bucket_cands * v_nsub THEN
+                    v_sub := (v_lo + 1) >> 10;
+                    v_hi := ((v_sub + 1) << 10) - 1;
+                END IF;
             END IF;
             PERFORM set_config('enable_seqscan', 'off', true);
             PERFORM set_config('enable_indexscan', 'off', true);
@@ -670,8 +688,9 @@ BEGIN
         v_size := CASE WHEN v_est <= 2048 AND v_n > 0 AND v_step * v_need * 5 / (4 * v_n) <= 2048
                        THEN greatest(v_window / 2, v_est)::integer END;
         -- The bucket and rest query, made once, when the walk first needs
-        -- it (a search that windows alone never reads the estimates).
-        IF v_bucket_sql IS NULL AND v_size IS NULL THEN
+        -- it or weighs a larger window against it (a search of small
+        -- windows alone never reads the estimates).
+        IF v_bucket_sql IS NULL AND (v_size IS NULL OR v_size > v_window_min) THEN
             -- A bucket's candidates ($4: the bucket; $3: the position), or with no
             -- bucket the rest of the tenant's.
             -- The span index is asked with each pattern's rarest trigrams only
@@ -745,6 +764,19 @@ BEGIN
                     ORDER BY s.id LIMIT $5)',
                 CASE WHEN v_own THEN 'c.repository_id = $2[1] AND coalesce(c.tenant_id, $1) = $1' ELSE 'c.tenant_id = $1' END,
                 v_cond);
+        END IF;
+        -- A window checks every chunk it holds (fetch and check, about 7
+        -- us each on a 2-core machine); the index gives a sub-bucket's
+        -- candidates (about 0.8 ms a statement, and 5 us to recheck each
+        -- of its 1,024 * v_dense). Once the window would be larger than
+        -- v_window_min the estimates are read (above) and the window is
+        -- kept only where it costs less than the sub-buckets its ids
+        -- span: context.Context under net/http/ at full size, 3 matches
+        -- in the first 64 chunks, had a window of 640 chunks checked (22
+        -- matches, 4.4 ms) where its sub-bucket's 209 candidates took 2.2.
+        IF v_size > v_window_min AND v_dense IS NOT NULL
+           AND 7 * v_size > ((v_size + 1023) / 1024) * (800 + v_dense * 1024 * 5) THEN
+            v_size := NULL;
         END IF;
         -- The rest at once only when the yield says the page needs all of
         -- it (or nothing was found yet): otherwise its candidates would be

@@ -789,29 +789,80 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		}
 		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks"})
 	})
-	// Clustered matches: after a dense bucket the page needs 3 ids, which
-	// the next bucket's first sub-bucket holds (its first 10 ids match,
-	// 101 more further on): the walk asks the index for that sub-bucket
-	// (its key as an index condition, not a filter of the bucket's
-	// rows), never the whole bucket, so the rest of the bucket's
-	// candidates are never rechecked.
-	t.Run("clustered matches, a few ids left: one sub-bucket, not the whole bucket", func(t *testing.T) {
-		// A database of its own: its 20,600 files would move the
-		// planner's statistics of code_files under the cases above.
+	// Dense clustered matches (seedCodeCluster; a database of its own:
+	// its 20,600 files would move the planner's statistics of code_files
+	// under the cases above), where the walk asks the index for one
+	// sub-bucket (its key as an index condition, not a filter of the
+	// bucket's rows), never the whole bucket, so that the rest of the
+	// bucket's candidates are never rechecked.
+	cenv := pgtest.New(t)
+	cluster, clusterRepos, clusterStart := seedCodeCluster(t, cenv)
+	cconn, cplans := explainConn(t, cenv)
+	fifth := clusterStart + 4*spanBucket
+	for _, tc := range []struct {
+		name  string
+		after int64
+		limit int
+		sub   int64  // the first id of the sub-bucket asked for
+		which string // which of the fifth bucket's sub-buckets that is
+	}{
+		// After a dense bucket the page needs 3 ids, which the next
+		// bucket's first sub-bucket holds (its first 10 ids match, 101
+		// more further on).
+		{"clustered matches, a few ids left: one sub-bucket, not the whole bucket", 0, 45, fifth, "first"},
+		// A position in the last sub-bucket of a dense bucket, where the
+		// first window finds nothing (no prediction of the page's end):
+		// the bucket's candidates before the position (every chunk's, by
+		// the estimates) would all be rechecked for nothing. (The old
+		// rule asked for a sub-bucket only past a predicted end, so it
+		// asked the bucket.)
+		{"a position late in a dense bucket: its sub-bucket, not the candidates before it", fifth + 7*spanSub + 100, 5, fifth + 7*spanSub, "last"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all := planOf(t, cconn, cplans, cluster, `SELECT chunk_id FROM search_code_candidates($1, $2, '', $3, $4)`,
+				clusterRepos, []string{`%clu\_marker%`}, tc.after, tc.limit)
+			if os.Getenv("SHOW_PLANS") != "" {
+				t.Log(all)
+			}
+			sub := fmt.Sprintf("((id >> 10) = '%d'::bigint)", tc.sub/spanSub)
+			if !hasIndexCond(all, sub) {
+				t.Errorf("no index condition asks for the fifth bucket's %s sub-bucket %s:\n%s", tc.which, sub, all)
+			}
+			assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket},
+				[]string{"Seq Scan on code_chunks", whole, fmt.Sprintf("((id >> 13) = '%d'::bigint) AND (repository_id", fifth/spanBucket)})
+		})
+	}
+	// Sparse matches (one chunk in 20) of trigrams the estimates put in
+	// one chunk in 20: the first window (64 chunks) holds 4 of a page of
+	// 32, so the yield says 560 more chunks. Checking them all would cost
+	// several times what the index's candidates for their ids cost: the
+	// walk asks the index and checks no second window. (The old rule
+	// checked a window of 560 chunks.)
+	t.Run("sparse matches: the index, not a large window", func(t *testing.T) {
 		env := pgtest.New(t)
-		cluster, clusterRepos, clusterStart := seedCodeCluster(t, env)
+		sparse, sparseRepos := seedCodeSpread(t, env, "sparse", 1, 2000, 0)
+		if _, err := env.Admin.Pool.Exec(context.Background(), `UPDATE code_chunks c SET content = c.content || E'\nsparse_marker()'
+			FROM (SELECT min(id) AS start FROM code_chunks WHERE tenant_id = $1) s
+			WHERE c.tenant_id = $1 AND (c.id - s.start) % 20 = 0`, sparse); err != nil {
+			t.Fatal(err)
+		}
+		est := map[string]int64{"": 4000}
+		for _, g := range []string{"spa", "par", "ars", "rse", "mar", "ark", "rke", "ker"} {
+			est[g] = 200
+		}
+		forgeCodeStats(t, env, sparse, est)
 		conn, plans := explainConn(t, env)
-		all := planOf(t, conn, plans, cluster, `SELECT chunk_id FROM search_code_candidates($1, $2, '', 0, 45)`, clusterRepos, []string{`%clu\_marker%`})
+		all := planOf(t, conn, plans, sparse, `SELECT chunk_id FROM search_code_candidates($1, $2, '', 0, 32)`, sparseRepos, []string{`%sparse\_marker%`})
 		if os.Getenv("SHOW_PLANS") != "" {
 			t.Log(all)
 		}
-		fifth := clusterStart + 4*spanBucket
-		sub := fmt.Sprintf("((id >> 10) = '%d'::bigint)", fifth/spanSub)
-		if !hasIndexCond(all, sub) {
-			t.Errorf("no index condition asks for the fifth bucket's first sub-bucket %s:\n%s", sub, all)
+		if n := strings.Count(all, "WITH w AS MATERIALIZED"); n != 1 {
+			t.Errorf("%d windows; want 1 (the first, then the index)", n)
 		}
-		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket},
-			[]string{"Seq Scan on code_chunks", whole, fmt.Sprintf("((id >> 13) = '%d'::bigint) AND (repository_id", fifth/spanBucket)})
+		// (The rows' fetch by primary key at the end may be a sequential
+		// scan of this database's 4,000 chunks, the planner's choice;
+		// the search's steps are what is asserted.)
+		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket}, []string{whole})
 	})
 }
 
