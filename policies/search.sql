@@ -680,7 +680,7 @@ BEGIN
         v_span := CASE WHEN v_n > 0 THEN least(v_est, greatest(v_step * v_need * 5 / (4 * v_n), 1)) END;
         -- A window again only when the last step found matches and its
         -- own yield, too, puts the page's end within reach: a window
-        -- checks every chunk (about 10 us each), and the walk's average
+        -- checks every chunk (about 7-10 us each), and the walk's average
         -- can stay dense long after the matches thin out. A continuation
         -- of func \w+Handler\( at full size, needing one id more after
         -- 53, asked 14 windows of about 1,300 chunks that held none
