@@ -272,6 +272,14 @@ DECLARE
     -- bucket's) and the sub-buckets from the position to it.
     v_until    bigint;
     v_nsub     bigint;
+    -- The ids of the bucket that can hold candidates (one repository,
+    -- asked with its key: its first chunk, v_own_lo, to its last, v_end;
+    -- else the bucket), and those the page needs of them.
+    v_from     bigint;
+    v_to       bigint;
+    v_need_lo  bigint;
+    v_need_hi  bigint;
+    v_own_lo   bigint;
     v_ids      bigint[] := '{}';
     v_all      bigint[];
     v_pos      integer;
@@ -633,7 +641,10 @@ BEGIN
             -- the run's end or the bucket's) each cost a statement, about
             -- a recheck of v_bucket_cands candidates; the sub-bucket is
             -- asked when the bucket's other ids hold at least that many
-            -- per needed sub-bucket. A sub-bucket that holds too few asks
+            -- per needed sub-bucket (one repository, asked with its own
+            -- key, has candidates only between its first and last chunk:
+            -- the other repositories' ids in its bucket are not counted).
+            -- A sub-bucket that holds too few asks
             -- again; with no prediction (v_span NULL after a step that
             -- found none) the page is taken to need the bucket's end. The
             -- next step goes on from the sub-bucket's end, in the same
@@ -649,7 +660,20 @@ BEGIN
                     v_until := least(v_until, v_ihi[v_k]);
                 END IF;
                 v_nsub := (v_until >> 10) - ((v_lo + 1) >> 10) + 1;
-                IF (8192 - 1024 * v_nsub) * v_dense >= v_bucket_cands * v_nsub THEN
+                v_from := v_bucket << 13;
+                v_to := v_hi;
+                IF v_own THEN
+                    IF v_own_lo IS NULL THEN
+                        SELECT min(c.id) INTO v_own_lo FROM public.code_chunks c
+                        WHERE c.tenant_id = v_tenant AND c.repository_id = p_repo_ids[1];
+                    END IF;
+                    v_from := greatest(v_from, v_own_lo);
+                    v_to := least(v_to, v_end);
+                END IF;
+                v_need_lo := greatest(((v_lo + 1) >> 10) << 10, v_from);
+                v_need_hi := least((((v_until >> 10) + 1) << 10) - 1, v_to);
+                IF ((v_to - v_from + 1) - greatest(v_need_hi - v_need_lo + 1, 0)) * v_dense
+                   >= v_bucket_cands * v_nsub THEN
                     v_sub := (v_lo + 1) >> 10;
                     v_hi := ((v_sub + 1) << 10) - 1;
                 END IF;
@@ -834,11 +858,11 @@ BEGIN
                 -- rechecks the candidates before the position too, from
                 -- the one repository's first chunk (its key), else the
                 -- tenant's.
-                IF v_own THEN
-                    SELECT min(c.id) INTO v_start FROM public.code_chunks c
+                IF v_own AND v_own_lo IS NULL THEN
+                    SELECT min(c.id) INTO v_own_lo FROM public.code_chunks c
                     WHERE c.tenant_id = v_tenant AND c.repository_id = p_repo_ids[1];
                 END IF;
-                v_start := coalesce(v_start, v_first);
+                v_start := CASE WHEN v_own THEN coalesce(v_own_lo, v_first) ELSE v_first END;
                 v_df_read := true;
             END IF;
             -- The candidates the rest query rechecks: the estimate's
