@@ -81,6 +81,14 @@ func seedCodeInterleaved(t *testing.T, env *pgtest.Env) (tenant string, repoIDs 
 	return tenant, repoIDs
 }
 
+// How search_code_candidates reads a path prefix's runs (its query
+// text, as auto_explain logs it): its files summed up per repository, or
+// every file's span merged.
+const (
+	runsPerRepo = "FROM s GROUP BY s.rid"
+	runsPerFile = "SELECT 1 AS n, s.hi - greatest(s.lo, $4 + 1) + 1 AS ids"
+)
+
 // TestCodeFileSpans: every file's chunk_lo and chunk_hi (migration 0066)
 // bound its chunks' ids (NULL: it never had chunks) through interleaved
 // inserts, a redaction's delete, clear and insert, partial deletes and a
@@ -180,11 +188,16 @@ func TestSearchCandidatesRunsInterleaved(t *testing.T) {
 	// src/ is walked in its runs (the window of the runs reads them: a
 	// function scan of the runs' bounds), and there is more than one run
 	// (the rewritten files' chunks lie past a gap).
+	// Its files' spans hold the other repositories' chunks, so the
+	// runs are merged file by file, not summed up per repository.
 	conn, plans := explainConn(t, env)
 	for _, set := range [][]int64{repos[:1], {repos[0], repos[2]}} {
 		plan := planOf(t, conn, plans, tenant, `SELECT chunk_id FROM search_code_candidates($1, $2, 'src/', 0, 200)`, set, []string{"%common%"})
 		if !strings.Contains(plan, "Function Scan on i") {
 			t.Fatalf("src/ of %v is not walked in its runs:\n%s", set, plan)
+		}
+		if !strings.Contains(plan, runsPerFile) {
+			t.Fatalf("src/ of %v: the runs are not merged file by file:\n%s", set, plan)
 		}
 	}
 	sets := []repoSet{{"the first of three", repos[:1]}, {"the second", repos[1:2]}, {"the first and third", []int64{repos[0], repos[2]}}}
