@@ -206,13 +206,10 @@ func containsFold(line, lit string) bool {
 	return strings.Contains(strings.ToLower(line), strings.ToLower(lit))
 }
 
-// TestPlanLiteralsAreRequired builds random regular expressions from pieces
-// of real source lines and checks the prefilter never hides a match: every
-// line the regex matches contains every literal, in any letter case (the
-// database compares with ILIKE).
-func TestPlanLiteralsAreRequired(t *testing.T) {
-	lines := corpus(t)
-	rng := rand.New(rand.NewPCG(42, 1))
+// randomRegex returns a regular expression built from pieces of real
+// source lines (quoted), classes, alternations, repeats, word boundaries
+// and case-folded groups; a quarter of them folded as a whole.
+func randomRegex(rng *rand.Rand, lines []string) string {
 	piece := func() string {
 		l := lines[rng.IntN(len(lines))]
 		if len(l) < 2 {
@@ -257,16 +254,26 @@ func TestPlanLiteralsAreRequired(t *testing.T) {
 		}
 		return piece()
 	}
+	var b strings.Builder
+	if rng.IntN(4) == 0 {
+		b.WriteString("(?i)")
+	}
+	for range 1 + rng.IntN(4) {
+		b.WriteString(atom(0))
+	}
+	return b.String()
+}
+
+// TestPlanLiteralsAreRequired builds random regular expressions from pieces
+// of real source lines and checks the prefilter never hides a match: every
+// line the regex matches contains every literal, in any letter case (the
+// database compares with ILIKE).
+func TestPlanLiteralsAreRequired(t *testing.T) {
+	lines := corpus(t)
+	rng := rand.New(rand.NewPCG(42, 1))
 	matched, withLiterals := 0, 0 // lines matched by plans with a prefilter
 	for range 300 {
-		var b strings.Builder
-		if rng.IntN(4) == 0 {
-			b.WriteString("(?i)")
-		}
-		for range 1 + rng.IntN(4) {
-			b.WriteString(atom(0))
-		}
-		q := b.String()
+		q := randomRegex(rng, lines)
 		if len(q) > MaxQuery {
 			continue
 		}
@@ -471,5 +478,79 @@ func TestLikePatternsWidenFolding(t *testing.T) {
 		if !plan.Scoped() || (!tc.regex && !plan.Tight) {
 			t.Errorf("%q: scoped %v, tight %v", tc.query, plan.Scoped(), plan.Tight)
 		}
+	}
+}
+
+// TestMatchLineAgreesWithMatch: MatchLine, which rules lines out by the
+// plan's literals before running Match, accepts exactly the lines Match
+// does, for literal queries (either case, pieces of real lines with their
+// letters' case changed at random) and random regular expressions over
+// real source lines, and over lines whose letters fold beyond ASCII: the
+// Kelvin sign and the long s, which (?i) folds with k and s, the
+// dotless-i's capital, and text in other scripts.
+func TestMatchLineAgreesWithMatch(t *testing.T) {
+	lines := corpus(t)
+	lines = append(lines,
+		"ctx \u212aontext.Context", "return \u017ftring(b)", "var \u212a = ReadRune", "\u0130stanbul handler(",
+		"func okHandler\u212a(w)", "Grüße, context.context", "日本語 func fooHandler(", "\u017f\u017f\u017f",
+		"CONTEXT.CONTEXT", "Context.ContexT", "", "\t", "k", "K", "\u212a")
+	rng := rand.New(rand.NewPCG(7, 11))
+	recase := func(s string) string {
+		b := []byte(s)
+		for i, c := range b {
+			if rng.IntN(2) == 0 && 'a' <= c && c <= 'z' {
+				b[i] = c - 'a' + 'A'
+			} else if rng.IntN(2) == 0 && 'A' <= c && c <= 'Z' {
+				b[i] = c - 'A' + 'a'
+			}
+		}
+		return string(b)
+	}
+	type query struct {
+		q                      string
+		isRegex, caseSensitive bool
+	}
+	queries := []query{{"context.Context", false, false}, {"kontext", false, false}, {"string(", false, false},
+		{"K", false, false}, {"s", false, false}, {"ſtring", false, false}, {"context.Context", false, true},
+		{`func \w+Handler\(`, true, false}, {`(?i)kontext`, true, true}, {`Kontext|string`, true, false},
+		{`\x{212a}ontext`, true, false}, {`(?-i:Context)\.`, true, false}}
+	for range 200 {
+		l := lines[rng.IntN(len(lines))]
+		if len(l) < 4 {
+			continue
+		}
+		i := rng.IntN(len(l) - 3)
+		piece := l[i:min(len(l), i+3+rng.IntN(10))]
+		if utf8.ValidString(piece) {
+			queries = append(queries, query{recase(piece), false, rng.IntN(3) == 0})
+		}
+	}
+	for range 200 {
+		queries = append(queries, query{randomRegex(rng, lines), true, rng.IntN(2) == 0})
+	}
+	checked, skipped, matched := 0, 0, 0
+	for _, q := range queries {
+		p, err := NewPlan(q.q, q.isRegex, q.caseSensitive)
+		if err != nil {
+			continue // a query NewPlan refuses never reaches a line
+		}
+		for _, line := range lines {
+			want := p.Match.MatchString(line)
+			if got := p.MatchLine(line); got != want {
+				t.Fatalf("%q (regex %v, case-sensitive %v) on %q: MatchLine %v, Match %v", q.q, q.isRegex, q.caseSensitive, line, got, want)
+			}
+			checked++
+			if want {
+				matched++
+			}
+			if len(p.lineLits) > 0 && !want {
+				skipped++
+			}
+		}
+	}
+	t.Logf("%d lines checked, %d matched, %d not matched by plans with line literals", checked, matched, skipped)
+	// Worth something only if the literals were exercised both ways.
+	if matched < 1000 || skipped < checked/2 {
+		t.Fatalf("weak run: %d matched, %d ruled out of %d", matched, skipped, checked)
 	}
 }

@@ -286,7 +286,7 @@ func appendMatches(matches []Match, c Candidate, q Query, from Pos, phase, shown
 		if c.ChunkID == from.Chunk && phase == from.Phase && n <= from.Line {
 			continue
 		}
-		if !q.Plan.Match.MatchString(stored[n-c.StartLine]) {
+		if !q.Plan.MatchLine(stored[n-c.StartLine]) {
 			continue
 		}
 		if lines == nil {
