@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/build"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -479,5 +482,62 @@ func TestRoundsGrow(t *testing.T) {
 				t.Errorf("result %+v, want nothing found to the end", res)
 			}
 		})
+	}
+}
+
+// BenchmarkSearchConfirm measures the engine's own work on a round of
+// candidates (the database's part left out): 27 chunks of the Go tree's
+// net/http/ that hold the query's literals, as search_code_candidates
+// gives them, confirmed line by line into a page of 20 matches with two
+// lines of context. "regexp" runs every line through Plan.Match, as the
+// engine did before MatchLine; "literals" is MatchLine, which rules lines
+// out by the plan's literals first:
+//
+//	go test ./pkg/codeindex -run '^$' -bench SearchConfirm
+func BenchmarkSearchConfirm(b *testing.B) {
+	files, _ := filepath.Glob(filepath.Join(build.Default.GOROOT, "src", "net", "http", "*.go"))
+	for _, tc := range []struct {
+		name, query string
+		regex       bool
+	}{{"context.Context", "context.Context", false}, {"Handler-regex", `func \w+Handler\(`, true}} {
+		plan, err := NewPlan(tc.query, tc.regex, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var cands []Candidate
+		for _, f := range files {
+			body, err := os.ReadFile(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, c := range chunked(f, SplitLines(string(body)), int64(len(cands)+1)) {
+				ok := len(cands) < 27
+				for _, l := range plan.Literals {
+					ok = ok && strings.Contains(strings.ToLower(c.Content), strings.ToLower(l))
+				}
+				if ok {
+					c.ChunkID = int64(len(cands) + 1)
+					cands = append(cands, c)
+				}
+			}
+		}
+		if len(cands) < 27 {
+			b.Fatalf("%s: %d candidates", tc.name, len(cands))
+		}
+		regexpOnly := plan
+		regexpOnly.lineLits = nil
+		for _, v := range []struct {
+			name string
+			plan Plan
+		}{{"regexp", regexpOnly}, {"literals", plan}} {
+			b.Run(tc.name+"/"+v.name, func(b *testing.B) {
+				q := Query{Plan: v.plan, Limit: 20, Context: 2}
+				for b.Loop() {
+					if _, err := (Searcher{}).Search(context.Background(), &fakeSource{phases: map[int][]Candidate{0: cands}}, q); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
