@@ -27,7 +27,9 @@ import (
 // the tool runs: limit 20, context 2) over the candidates of
 // search_code_candidates as the runtime role under RLS, and reports p50 and
 // p90 of the first page (page1) and of the next one (page2, where there is
-// one). BENCH_FIRST_BATCH="42,27" runs the cases once per first-round size.
+// one), with the candidates the database returned for it (cands) and the
+// rounds that asked (rounds). BENCH_FIRST_BATCH="42,27" runs the cases once
+// per first-round size.
 // The command:
 //
 //	BIGTENANT_DIV=1 go test ./pkg/postgres -run '^$' -bench SearchCodeBigTenant -benchtime 10x -timeout 60m
@@ -132,11 +134,22 @@ func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Sear
 			}
 			page := func(q codeindex.Query) func(b *testing.B) {
 				return func(b *testing.B) {
+					// The work a page is: the candidates the database
+					// returned and the rounds that asked for them (the
+					// same on every call), so that sizes whose pages hold
+					// different numbers of candidates compare like for
+					// like (a 1/10 tenant may end before a page is full).
+					counted := &countingSource{Source: src}
+					if _, err := searcher.Search(ctx, counted, q); err != nil {
+						b.Fatal(err)
+					}
 					reportP50P90(b, func() {
 						if _, err := searcher.Search(ctx, src, q); err != nil {
 							b.Fatal(err)
 						}
 					})
+					b.ReportMetric(float64(counted.candidates), "cands")
+					b.ReportMetric(float64(counted.rounds), "rounds")
 				}
 			}
 			b.Run("page1", page(q))
@@ -149,6 +162,20 @@ func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Sear
 			}
 		})
 	}
+}
+
+// countingSource counts the rounds a search asks of its Source and the
+// candidates they return.
+type countingSource struct {
+	codeindex.Source
+	rounds, candidates int
+}
+
+func (s *countingSource) Candidates(ctx context.Context, phase int, after int64, limit int) ([]codeindex.Candidate, error) {
+	c, err := s.Source.Candidates(ctx, phase, after, limit)
+	s.rounds++
+	s.candidates += len(c)
+	return c, err
 }
 
 // benchSource is the candidate source search_code gives the engine
