@@ -428,7 +428,9 @@ BEGIN
         -- (net/http/ on the big tenant, 575 files in 5 repositories: 0.34
         -- ms, where merging every file's span took 0.94). Otherwise
         -- (chunks written interleaved by concurrent indexings, or files
-        -- rewritten since) a second statement merges every file's span.
+        -- rewritten since) a second statement merges every file's span,
+        -- unless the prefix holds too many files to be walked in runs at
+        -- all (v_broad, below).
         -- Both give the same runs where a repository's spans do not
         -- overlap (its files are written one after another); were they to,
         -- a run would only be wider: the walk checks its rows for the
@@ -437,7 +439,7 @@ BEGIN
                                            max(s.hi) - min(s.lo) + 1 - sum(s.hi - s.lo + 1) <= $5 AS one
                                     FROM s GROUP BY s.rid')
             INTO v_files, v_total, v_ilo, v_ihi, v_single USING v_tenant, p_repo_ids, v_prefix, p_after_chunk, v_gap, v_files_max + 1;
-        IF NOT v_single THEN
+        IF NOT v_single AND v_files <= v_files_max THEN
             EXECUTE format(v_runs_sql, 'SELECT 1 AS n, s.hi - greatest(s.lo, $4 + 1) + 1 AS ids, s.lo, s.hi, true AS one FROM s')
                 INTO v_files, v_total, v_ilo, v_ihi, v_single USING v_tenant, p_repo_ids, v_prefix, p_after_chunk, v_gap, v_files_max + 1;
         END IF;

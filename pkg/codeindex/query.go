@@ -74,7 +74,8 @@ func (p Plan) MatchLine(line string) bool {
 }
 
 // containsFoldASCII reports whether s holds lower (lower-case ASCII) with
-// ASCII letters in either case, and whether s is all ASCII.
+// ASCII letters in either case; when it does not, ascii reports whether s
+// is all ASCII (when it does, ascii is not computed).
 func containsFoldASCII(s, lower string) (found, ascii bool) {
 	ascii = true
 	n := len(lower)
@@ -83,18 +84,18 @@ func containsFoldASCII(s, lower string) (found, ascii bool) {
 		if c >= utf8.RuneSelf {
 			ascii = false
 		}
-		if found || i+n > len(s) || toLowerASCII(c) != lower[0] {
+		if i+n > len(s) || toLowerASCII(c) != lower[0] {
 			continue
 		}
-		found = true
-		for j := 1; j < n; j++ {
-			if toLowerASCII(s[i+j]) != lower[j] {
-				found = false
-				break
-			}
+		j := 1
+		for j < n && toLowerASCII(s[i+j]) == lower[j] {
+			j++
+		}
+		if j == n {
+			return true, ascii
 		}
 	}
-	return found, ascii
+	return false, ascii
 }
 
 func toLowerASCII(c byte) byte {
