@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -75,6 +76,17 @@ func benchSearchers(b *testing.B) []namedSearcher {
 //	BIGTENANT_DIV=1 go test ./pkg/postgres -run '^$' -bench SearchPullCodeBigTenant -benchtime 10x -timeout 60m
 func BenchmarkSearchPullCodeBigTenant(b *testing.B) {
 	fx := codeBenchSetup(b)
+	pull := addBenchPull(b, fx)
+	for _, s := range benchSearchers(b) {
+		b.Run(s.name, func(b *testing.B) { benchSearchCode(b, fx, s.searcher, pull) })
+	}
+}
+
+// addBenchPull indexes the head of pull request 1 of the fixture's third
+// repository: five changed files under net/http/ (ReplacePullIndex
+// replaces them, so a held fixture may take it again).
+func addBenchPull(tb testing.TB, fx *codeBenchFixture) *benchPull {
+	tb.Helper()
 	ctx := context.Background()
 	var changed []codeindex.File
 	for i, body := range []string{"package p\n\nfunc F(ctx context.Context) error { return nil }\n",
@@ -88,11 +100,9 @@ func BenchmarkSearchPullCodeBigTenant(b *testing.B) {
 		return err
 	})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	for _, s := range benchSearchers(b) {
-		b.Run(s.name, func(b *testing.B) { benchSearchCode(b, fx, s.searcher, pull) })
-	}
+	return pull
 }
 
 // benchPull is a pull request whose head a benchmark searches at.
@@ -202,12 +212,105 @@ type codeBenchFixture struct {
 	repos  []int64
 }
 
+// heldCodeFixture is what TestHoldCodeBenchFixture writes to BENCH_HOLD
+// and codeBenchSetup reads from BENCH_FIXTURE.
+type heldCodeFixture struct {
+	AdminURL, AppURL, Tenant string
+	Repos                    []int64
+	Roles                    postgres.Roles
+}
+
+// TestHoldCodeBenchFixture builds the big tenant's code fixture
+// (codeBenchSetup, with BIGTENANT_DIV; and the pull request of
+// BenchmarkSearchPullCodeBigTenant) and holds it, writing where it is to
+// the file BENCH_HOLD names, until that file is removed (or the test's
+// deadline nears); then it drops the database and roles as every test
+// does. Meanwhile the code benchmarks run on it with BENCH_FIXTURE set to
+// that file, in seconds instead of the minutes a fixture takes to build,
+// and can alternate versions and sizes on the same data (the first
+// sitting on a fixture read after another is often slower: compare
+// interleaved rounds, not single runs). For example:
+//
+//	BIGTENANT_DIV=1 BENCH_HOLD=/tmp/full.json go test ./pkg/postgres -run TestHoldCodeBenchFixture -timeout 6h &
+//	BIGTENANT_DIV=10 BENCH_HOLD=/tmp/tenth.json go test ./pkg/postgres -run TestHoldCodeBenchFixture -timeout 6h &
+//	# (wait for both files)
+//	for f in /tmp/tenth.json /tmp/full.json; do
+//	  BENCH_FIXTURE=$f BENCH_SEARCH_SQL=/tmp/main.sql,/tmp/other.sql go test ./pkg/postgres -run '^$' -bench SearchCodeVariants -benchtime 20x
+//	done
+//	rm /tmp/full.json /tmp/tenth.json
+//
+// A variants run leaves the last version of policies/search.sql it applied
+// in the held database.
+func TestHoldCodeBenchFixture(t *testing.T) {
+	out := os.Getenv("BENCH_HOLD")
+	if out == "" {
+		t.Skip("BENCH_HOLD names no file to hold a fixture for")
+	}
+	fx := codeBenchSetup(t)
+	addBenchPull(t, fx)
+	body, err := json.Marshal(heldCodeFixture{fx.env.AdminURL, fx.env.AppURL, fx.tenant, fx.repos, fx.env.Roles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Leave a minute before the deadline, so that the database and roles
+	// are dropped rather than left behind by a test that timed out.
+	end, hasEnd := t.Deadline()
+	for {
+		if _, err := os.Stat(out); err != nil {
+			return
+		}
+		if hasEnd && time.Until(end) < time.Minute {
+			t.Logf("deadline near: dropping the fixture held in %s", out)
+			os.Remove(out)
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// heldCodeBenchFixture attaches to the fixture BENCH_FIXTURE describes
+// (TestHoldCodeBenchFixture), or returns nil when it is not set.
+func heldCodeBenchFixture(tb testing.TB) *codeBenchFixture {
+	file := os.Getenv("BENCH_FIXTURE")
+	if file == "" {
+		return nil
+	}
+	body, err := os.ReadFile(file)
+	if err != nil {
+		tb.Fatalf("BENCH_FIXTURE: %v", err)
+	}
+	var h heldCodeFixture
+	if err := json.Unmarshal(body, &h); err != nil {
+		tb.Fatalf("BENCH_FIXTURE %s: %v", file, err)
+	}
+	ctx := context.Background()
+	env := &pgtest.Env{AdminURL: h.AdminURL, AppURL: h.AppURL, Roles: h.Roles}
+	if env.Admin, err = postgres.OpenURL(ctx, h.AdminURL); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(env.Admin.Close)
+	if env.App, err = postgres.OpenURL(ctx, h.AppURL); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(env.App.Close)
+	tb.Logf("attached to the fixture held in %s", file)
+	return &codeBenchFixture{env: env, tenant: h.Tenant, repos: h.Repos}
+}
+
 // codeBenchSetup indexes the tree once through ReplaceIndex (the ingestion
 // path) and copies the index four times more in SQL (the same rows under
 // new repository, file and chunk ids, in repository order as ReplaceIndex
-// writes them), which is much faster than indexing five times.
+// writes them), which is much faster than indexing five times. With
+// BENCH_FIXTURE it attaches to a held fixture instead
+// (TestHoldCodeBenchFixture; BIGTENANT_DIV is then the held one's).
 func codeBenchSetup(b testing.TB) *codeBenchFixture {
 	b.Helper()
+	if fx := heldCodeBenchFixture(b); fx != nil {
+		return fx
+	}
 	div := pgtest.Div(b)
 	tree := pgtest.CodeTree(b)
 	ctx := context.Background()
