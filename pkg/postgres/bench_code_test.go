@@ -246,6 +246,9 @@ func TestHoldCodeBenchFixture(t *testing.T) {
 	if out == "" {
 		t.Skip("BENCH_HOLD names no file to hold a fixture for")
 	}
+	if os.Getenv("BENCH_FIXTURE") != "" {
+		t.Fatal("BENCH_HOLD and BENCH_FIXTURE are both set: a holder builds its own fixture")
+	}
 	fx := codeBenchSetup(t)
 	addBenchPull(t, fx)
 	body, err := json.Marshal(heldCodeFixture{fx.env.AdminURL, fx.env.AppURL, fx.tenant, fx.repos, fx.env.Roles})
