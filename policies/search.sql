@@ -528,8 +528,13 @@ BEGIN
     END IF;
 
     -- Where the walk ends: the repositories' last chunk (few), or the
-    -- tenant's.
-    IF v_nrepo <= v_few THEN
+    -- tenant's. One repository's first chunk too (two probes of one
+    -- index): its candidates lie between the two (the bucket step's
+    -- sub-bucket rule, the rest's start).
+    IF v_own THEN
+        SELECT min(c.id), max(c.id) INTO v_own_lo, v_end FROM public.code_chunks c
+        WHERE c.tenant_id = v_tenant AND c.repository_id = p_repo_ids[1];
+    ELSIF v_nrepo <= v_few THEN
         SELECT max(x.id) INTO v_end FROM unnest(p_repo_ids) AS g(rid)
         CROSS JOIN LATERAL (SELECT c.id FROM public.code_chunks c
                             WHERE c.tenant_id = v_tenant AND c.repository_id = g.rid
@@ -689,10 +694,6 @@ BEGIN
                 v_from := v_bucket << 13;
                 v_to := v_hi;
                 IF v_own THEN
-                    IF v_own_lo IS NULL THEN
-                        SELECT min(c.id) INTO v_own_lo FROM public.code_chunks c
-                        WHERE c.tenant_id = v_tenant AND c.repository_id = p_repo_ids[1];
-                    END IF;
                     v_from := greatest(v_from, v_own_lo);
                     v_to := least(v_to, v_end);
                 END IF;
@@ -884,11 +885,7 @@ BEGIN
                 -- rechecks the candidates before the position too, from
                 -- the one repository's first chunk (its key), else the
                 -- tenant's.
-                IF v_own AND v_own_lo IS NULL THEN
-                    SELECT min(c.id) INTO v_own_lo FROM public.code_chunks c
-                    WHERE c.tenant_id = v_tenant AND c.repository_id = p_repo_ids[1];
-                END IF;
-                v_start := CASE WHEN v_own THEN coalesce(v_own_lo, v_first) ELSE v_first END;
+                v_start := CASE WHEN v_own THEN v_own_lo ELSE v_first END;
                 v_df_read := true;
             END IF;
             -- The candidates the rest query rechecks: the estimate's

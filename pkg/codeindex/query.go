@@ -115,7 +115,7 @@ func (p Plan) withLineLits(lits []string, fold bool) Plan {
 			continue
 		}
 		if fold {
-			l = strings.Map(func(r rune) rune { return rune(toLowerASCII(byte(r))) }, l)
+			l = strings.ToLower(l) // ASCII here
 		}
 		p.lineLits = append(p.lineLits, l)
 	}

@@ -510,7 +510,7 @@ func BenchmarkSearchConfirm(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, c := range chunked(f, SplitLines(string(body)), int64(len(cands)+1)) {
+			for _, c := range chunked(f, SplitLines(string(body)), 1) {
 				ok := len(cands) < 27
 				for _, l := range plan.Literals {
 					ok = ok && strings.Contains(strings.ToLower(c.Content), strings.ToLower(l))
