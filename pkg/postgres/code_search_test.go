@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -803,6 +804,14 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		cenv := pgtest.New(t)
 		cluster, clusterRepos, clusterStart := seedCodeCluster(t, cenv)
 		cconn, cplans := explainConn(t, cenv)
+		// Verbose plans with row counts show the parts a step asked for
+		// (stepsAsked); the settings are the administrator's.
+		for _, q := range []string{"RESET ROLE", "SET auto_explain.log_verbose = on", "SET auto_explain.log_analyze = on",
+			"SET auto_explain.log_timing = off", "SET ROLE " + pgx.Identifier{cenv.Roles.App}.Sanitize()} {
+			if _, err := cconn.Exec(context.Background(), q); err != nil {
+				t.Fatal(err)
+			}
+		}
 		fifth := clusterStart + 4*spanBucket
 		for _, tc := range []struct {
 			name  string
@@ -810,18 +819,22 @@ func TestSearchCandidatesPlans(t *testing.T) {
 			limit int
 			sub   int64  // the first id of the sub-bucket asked for
 			which string // which of the fifth bucket's sub-buckets that is
+			walk  bool   // a step asks several buckets in one statement
 		}{
 			// After a dense bucket the page needs 3 ids, which the next
 			// bucket's first sub-bucket holds (its first 10 ids match, 101
 			// more further on).
-			{"clustered matches, a few ids left: one sub-bucket, not the whole bucket", 0, 45, fifth, "first"},
+			// The sparse buckets before the dense one are asked in one
+			// statement, which stops after the dense one (the page then
+			// needs less than half of what it needed).
+			{"clustered matches, a few ids left: one sub-bucket, not the whole bucket", 0, 45, fifth, "first", true},
 			// A position in the last sub-bucket of a dense bucket, where the
 			// first window finds nothing (no prediction of the page's end):
 			// the bucket's candidates before the position (every chunk's, by
 			// the estimates) would all be rechecked for nothing. (The old
 			// rule asked for a sub-bucket only past a predicted end, so it
 			// asked the bucket.)
-			{"a position late in a dense bucket: its sub-bucket, not the candidates before it", fifth + 7*spanSub + 100, 5, fifth + 7*spanSub, "last"},
+			{"a position late in a dense bucket: its sub-bucket, not the candidates before it", fifth + 7*spanSub + 100, 5, fifth + 7*spanSub, "last", false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				all := planOf(t, cconn, cplans, cluster, `SELECT chunk_id FROM search_code_candidates($1, $2, '', $3, $4)`,
@@ -829,12 +842,24 @@ func TestSearchCandidatesPlans(t *testing.T) {
 				if os.Getenv("SHOW_PLANS") != "" {
 					t.Log(all)
 				}
-				sub := fmt.Sprintf("((id >> 10) = '%d'::bigint)", tc.sub/spanSub)
-				if !hasIndexCond(all, sub) {
-					t.Errorf("no index condition asks for the fifth bucket's %s sub-bucket %s:\n%s", tc.which, sub, all)
+				steps := stepsAsked(t, all)
+				subAsked := false
+				for _, st := range steps {
+					if st.sub && st.first == tc.sub/spanSub {
+						subAsked = true
+					}
+					if !st.sub && st.first <= fifth/spanBucket && fifth/spanBucket <= st.last {
+						t.Errorf("the fifth bucket (%d) was asked whole (buckets %d to %d)", fifth/spanBucket, st.first, st.last)
+					}
 				}
-				assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket},
-					[]string{"Seq Scan on code_chunks", whole, fmt.Sprintf("((id >> 13) = '%d'::bigint) AND (repository_id", fifth/spanBucket)})
+				if tc.walk && !slices.ContainsFunc(steps, func(st stepAsked) bool { return st.last > st.first }) {
+					t.Errorf("no step asks several buckets in one statement; steps %+v", steps)
+				}
+				if !subAsked {
+					t.Errorf("no step asks for the fifth bucket's %s sub-bucket %d first; steps %+v:\n%s", tc.which, tc.sub/spanSub, steps, all)
+				}
+				assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", "(c.id >> 13) = ", "(c.id >> 10) = "},
+					[]string{"Seq Scan on code_chunks", whole})
 			})
 		}
 	})
@@ -870,6 +895,61 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		// the search's steps are what is asserted.)
 		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket}, []string{whole})
 	})
+}
+
+// stepAsked is one bucket step of search_code_candidates as a verbose,
+// analyzed plan shows it: the parts it asked for, first to last, and
+// whether they were sub-buckets (else whole buckets).
+type stepAsked struct {
+	first, last int64
+	sub         bool
+}
+
+var (
+	stepStart     = regexp.MustCompile(`Output: '(-?\d+)'::bigint, 0, '\{\}'::bigint\[\]`)
+	stepRows      = regexp.MustCompile(`Recursive Union .*\(actual rows=(\d+) loops=1\)`)
+	stepBucket    = regexp.MustCompile(`Index Cond: .*\(\(c\.id >> 13\) = '(\d+)'::bigint\)`)
+	stepSubBucket = regexp.MustCompile(`Index Cond: .*\(\(c\.id >> 10\) = '(\d+)'::bigint\)`)
+)
+
+// stepsAsked lists the bucket steps of plan (auto_explain with
+// log_verbose and log_analyze): a step of one part asks its bucket (and
+// sub-bucket) as constants; a step of several parts is a recursive walk
+// that starts one part before its first (its seed row's k) and takes one
+// row per part asked.
+func stepsAsked(t *testing.T, plan string) []stepAsked {
+	t.Helper()
+	var out []stepAsked
+	for _, stmt := range strings.Split(plan, "Query Text: ")[1:] {
+		if strings.HasPrefix(stmt, "WITH s AS MATERIALIZED (") {
+			if b := stepBucket.FindStringSubmatch(stmt); b != nil {
+				k, _ := strconv.ParseInt(b[1], 10, 64)
+				st := stepAsked{first: k, last: k}
+				if sb := stepSubBucket.FindStringSubmatch(stmt); sb != nil {
+					k, _ = strconv.ParseInt(sb[1], 10, 64)
+					st = stepAsked{first: k, last: k, sub: true}
+				}
+				out = append(out, st)
+			}
+			continue
+		}
+		if !strings.HasPrefix(stmt, "WITH RECURSIVE w(k, n, ids)") {
+			continue
+		}
+		start, rows := stepStart.FindStringSubmatch(stmt), stepRows.FindStringSubmatch(stmt)
+		if start == nil || rows == nil {
+			t.Fatalf("a bucket step without its seed or its row count:\n%s", stmt)
+		}
+		// Each part is asked through the span index (as the runtime
+		// role: the walk's parts are its parameters, not constants).
+		if !strings.Contains(stmt, "Bitmap Index Scan on code_chunks_tenant_span_trgm") || strings.Contains(stmt, "Seq Scan on public.code_chunks") {
+			t.Errorf("a bucket step of several parts does not ask the span index:\n%s", stmt)
+		}
+		k, _ := strconv.ParseInt(start[1], 10, 64)
+		n, _ := strconv.ParseInt(rows[1], 10, 64)
+		out = append(out, stepAsked{first: k + 1, last: k + n - 1, sub: strings.Contains(stmt, "((c.id >> 10) = (")})
+	}
+	return out
 }
 
 // appliesRegex reports whether a plan has an index condition (or, unless
