@@ -863,6 +863,28 @@ func TestSearchCandidatesPlans(t *testing.T) {
 			})
 		}
 	})
+	// A few matches early, then none over many buckets, of a literal the
+	// estimates call rare: the yield soon predicts a page's end beyond
+	// the walk's, and the rest at once is taken. Until then each step
+	// asks one bucket, never several in one statement: the rest can
+	// still be chosen after any of them (with several buckets a step,
+	// the walk asked up to eight buckets the rest then asked again).
+	t.Run("early matches, then none: one bucket a step until the rest", func(t *testing.T) {
+		env := pgtest.New(t)
+		early, earlyRepos := seedCodeSpread(t, env, "early", 12, 100, 3)
+		if _, err := env.Admin.Pool.Exec(context.Background(), `UPDATE code_chunks c SET content = c.content || E'\nearly_marker()'
+			FROM (SELECT min(id) AS start FROM code_chunks WHERE tenant_id = $1) s
+			WHERE c.tenant_id = $1 AND c.id - s.start IN (3, 7, 11)`, early); err != nil {
+			t.Fatal(err)
+		}
+		refreshCodeStats(t, env, early)
+		conn, plans := explainConn(t, env)
+		all := planOf(t, conn, plans, early, `SELECT chunk_id FROM search_code_candidates($1, $2, '', 0, 32)`, earlyRepos, []string{`%early\_marker%`})
+		if os.Getenv("SHOW_PLANS") != "" {
+			t.Log(all)
+		}
+		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket, whole}, []string{"WITH RECURSIVE", "Seq Scan on code_chunks"})
+	})
 	// Sparse matches (one chunk in 20) of trigrams the estimates put in
 	// one chunk in 20: the first window (64 chunks) holds 4 of a page of
 	// 32, so the yield says 560 more chunks. Checking them all would cost
