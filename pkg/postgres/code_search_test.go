@@ -665,6 +665,10 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		{"rare literal, one repository of a spread tenant: its own key", spread, spreadRepos[1:2], rare, "", "", []string{"code_chunks_tenant_span_trgm", repoKey}, []string{"Seq Scan on code_chunks", whole, tenantBucket}},
 		{"rare literal over many buckets: the rest at once", spread, spreadRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", whole}, []string{"Seq Scan on code_chunks"}},
 		{"sparse matches of common trigrams over many buckets: buckets, never the rest", dense, denseRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
+		// The same: the estimates say the rest will not be chosen, and the
+		// repositories are all of the tenant's, so a step asks its further
+		// parts in one statement.
+		{"sparse matches of common trigrams: further parts in one statement", dense, denseRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket, "WITH RECURSIVE"}, []string{"Seq Scan on code_chunks", whole}},
 		// With estimates the index is asked with the literal's three
 		// rarest trigrams (needle's first three: rare alike, the earliest
 		// win), and the whole literal checks the rows.
