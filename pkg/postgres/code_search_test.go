@@ -828,9 +828,9 @@ func TestSearchCandidatesPlans(t *testing.T) {
 			// After a dense bucket the page needs 3 ids, which the next
 			// bucket's first sub-bucket holds (its first 10 ids match, 101
 			// more further on).
-			// The sparse buckets before the dense one are asked in one
-			// statement, which stops after the dense one (the page then
-			// needs less than half of what it needed).
+			// After the first sparse bucket, the next one and the dense one
+			// are asked in one statement, which stops after the dense one
+			// (the page then needs less than half of what it needed).
 			{"clustered matches, a few ids left: one sub-bucket, not the whole bucket", 0, 45, fifth, "first", true},
 			// A position in the last sub-bucket of a dense bucket, where the
 			// first window finds nothing (no prediction of the page's end):
