@@ -345,6 +345,8 @@ DECLARE
     v_no_rest  boolean := false;
     -- The repositories are all of the tenant's (NULL: not asked yet).
     v_every    boolean;
+    -- The bucket step may ask several parts in one statement.
+    v_walk     boolean;
     v_first    bigint;
     v_start    bigint;
     -- The prefix's runs (below): its files after the position ($4), the
@@ -743,26 +745,24 @@ BEGIN
             -- asked 18 sub-buckets one statement each, func \w+Handler\(
             -- 7 buckets. Each part costs its index scan and rechecks as
             -- before.
-            IF v_every IS NULL AND v_nrepo > 1 AND v_nrepo <= v_few THEN
-                -- Whether the repositories are all of the tenant's (an
-                -- index probe for one that is not).
+            -- Whether the step may ask several parts in one statement. Not
+            -- while the rest at once may still be chosen after this part
+            -- (below): the loop weighs it again after each part, as it did
+            -- before (the ReadRune regex at full size takes the rest after
+            -- three buckets, where a walk of eight cost 2 ms more). Nor
+            -- over a few of the tenant's repositories, not all of them
+            -- (one probe for one that is not granted): after each part the
+            -- loop skips to the next chunk of one of them (above), past
+            -- other repositories' chunks, whose candidates a walk would
+            -- recheck for nothing (the index is asked with the tenant).
+            -- One repository is asked with its own key, and many are
+            -- walked bucket by bucket anyway.
+            v_walk := v_no_rest OR NOT coalesce(v_left > CASE WHEN v_own THEN 1 ELSE 8 END, true);
+            IF v_walk AND v_every IS NULL AND v_nrepo > 1 AND v_nrepo <= v_few THEN
                 v_every := NOT EXISTS (SELECT 1 FROM public.repositories r
                                        WHERE r.tenant_id = v_tenant AND r.id <> ALL (p_repo_ids));
             END IF;
-            IF NOT v_no_rest AND coalesce(v_left > CASE WHEN v_own THEN 1 ELSE 8 END, true) THEN
-                -- The rest at once may still be chosen after this part
-                -- (below), so the step asks one part and the loop weighs
-                -- the rest again, as it did before (the ReadRune regex at
-                -- full size takes the rest after three buckets, where a
-                -- walk of eight cost 2 ms more).
-                v_last := coalesce(v_sub, v_bucket);
-            ELSIF v_nrepo > 1 AND v_nrepo <= v_few AND NOT v_every THEN
-                -- A few of the tenant's repositories: after each part the
-                -- loop skips to the next chunk of one of them (above), past
-                -- other repositories' chunks, whose candidates a walk
-                -- would recheck for nothing (the index is asked with the
-                -- tenant). One repository is asked with its own key, and
-                -- many are walked bucket by bucket anyway.
+            IF NOT v_walk OR (v_nrepo > 1 AND v_nrepo <= v_few AND NOT v_every) THEN
                 v_last := coalesce(v_sub, v_bucket);
             ELSIF v_sub IS NOT NULL THEN
                 v_last := v_until >> 10;
