@@ -310,6 +310,8 @@ DECLARE
     -- found $14 ids; the last part asked, the ids they found, and how many
     -- found make the step enough.
     v_steps_sql text;
+    v_part_from text;
+    v_part_ids text;
     v_last     bigint;
     v_more     bigint[];
     v_enough   integer;
@@ -706,13 +708,8 @@ BEGIN
             -- bucket.
             v_hi := ((v_bucket + 1) << 13) - 1;
             v_sub := NULL;
-            v_until := v_hi;
-            IF v_span IS NOT NULL THEN
-                v_until := least(v_until, v_lo + v_span);
-            END IF;
-            IF v_runs THEN
-                v_until := least(v_until, v_ihi[v_k]);
-            END IF;
+            -- (least() passes over NULLs: no prediction, no run.)
+            v_until := least(v_hi, v_lo + v_span, CASE WHEN v_runs THEN v_ihi[v_k] END);
             IF v_dense IS NOT NULL THEN
                 v_nsub := (v_until >> 10) - ((v_lo + 1) >> 10) + 1;
                 v_from := v_bucket << 13;
@@ -767,15 +764,7 @@ BEGIN
             ELSIF v_sub IS NOT NULL THEN
                 v_last := v_until >> 10;
             ELSE
-                v_until := v_end;
-                IF coalesce(v_span, v_est) IS NOT NULL THEN
-                    v_until := least(v_until, v_lo + coalesce(v_span, v_est));
-                ELSE
-                    v_until := least(v_until, v_hi);
-                END IF;
-                IF v_runs THEN
-                    v_until := least(v_until, v_ihi[v_k]);
-                END IF;
+                v_until := least(v_end, coalesce(v_lo + coalesce(v_span, v_est), v_hi), CASE WHEN v_runs THEN v_ihi[v_k] END);
                 v_last := greatest(v_bucket, least(((v_until + 1) >> 13) - 1, v_bucket + v_steps_max - 1));
             END IF;
             PERFORM set_config('enable_seqscan', 'off', true);
@@ -892,17 +881,20 @@ BEGIN
             -- by tenant and repository, so another tenant's repository
             -- never starts a walk. The tenant is checked on the rows too
             -- (coalesce: no index condition), a second guard.
-            v_bucket_sql := format('WITH s AS MATERIALIZED (
-                    SELECT c.id, c.repository_id, c.file_id FROM public.code_chunks c
-                    WHERE %s AND ($4::bigint IS NULL OR (c.id >> 13) = $4)
-                      AND ($10::bigint IS NULL OR (c.id >> 10) = $10) %s)
-                SELECT ARRAY(SELECT s.id FROM s
+            -- A part's candidates and the ids of them a page takes (the
+            -- bucket query's and the bucket step's walk's alike): the part
+            -- condition and the limit are the statement's own.
+            v_part_from := 'SELECT c.id, c.repository_id, c.file_id FROM public.code_chunks c WHERE '
+                || CASE WHEN v_own THEN 'c.repository_id = $2[1] AND coalesce(c.tenant_id, $1) = $1' ELSE 'c.tenant_id = $1' END;
+            v_part_ids := 'SELECT s.id FROM s
                     WHERE s.id > $3 AND s.repository_id = ANY($2)
                       AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM public.code_files f
                            WHERE f.tenant_id = $1 AND f.id = s.file_id AND f.path LIKE $7))
-                    ORDER BY s.id LIMIT $5)',
-                CASE WHEN v_own THEN 'c.repository_id = $2[1] AND coalesce(c.tenant_id, $1) = $1' ELSE 'c.tenant_id = $1' END,
-                v_cond);
+                    ORDER BY s.id LIMIT ';
+            v_bucket_sql := format('WITH s AS MATERIALIZED (
+                    %s AND ($4::bigint IS NULL OR (c.id >> 13) = $4)
+                      AND ($10::bigint IS NULL OR (c.id >> 10) = $10) %s)
+                SELECT ARRAY(%s$5)', v_part_from, v_cond, v_part_ids);
             -- The bucket step's: the same query for each part from $4 to
             -- $12 in turn (a recursive walk, one part a level, each
             -- part's ids sorted; the parts are ranges of ids in order),
@@ -919,18 +911,12 @@ BEGIN
                     SELECT w.k + 1, w.n + cardinality(x.ids), x.ids FROM w
                     CROSS JOIN LATERAL (SELECT ARRAY(
                         WITH s AS MATERIALIZED (
-                            SELECT c.id, c.repository_id, c.file_id FROM public.code_chunks c
-                            WHERE %s AND (c.id >> 13) = ((w.k + 1) >> $13)
+                            %s AND (c.id >> 13) = ((w.k + 1) >> $13)
                               AND ($13 = 0 OR (c.id >> 10) = w.k + 1) %s)
-                        SELECT s.id FROM s
-                        WHERE s.id > $3 AND s.repository_id = ANY($2)
-                          AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM public.code_files f
-                               WHERE f.tenant_id = $1 AND f.id = s.file_id AND f.path LIKE $7))
-                        ORDER BY s.id LIMIT $5 - w.n) AS ids OFFSET 0) x
+                        %s$5 - w.n) AS ids OFFSET 0) x
                     WHERE w.k < $12 AND w.n < $14)
                 SELECT (SELECT max(w.k) FROM w), ARRAY(SELECT i.id FROM w CROSS JOIN LATERAL unnest(w.ids) AS i(id) ORDER BY i.id)',
-                CASE WHEN v_own THEN 'c.repository_id = $2[1] AND coalesce(c.tenant_id, $1) = $1' ELSE 'c.tenant_id = $1' END,
-                v_cond);
+                v_part_from, v_cond, v_part_ids);
         END IF;
         -- A window checks every chunk it holds (fetch and check, about 7
         -- us each on a 2-core machine); the index gives a sub-bucket's
