@@ -82,6 +82,52 @@ func BenchmarkSearchPullCodeBigTenant(b *testing.B) {
 	}
 }
 
+// BenchmarkSearchCodeRepositories weighs a one-repository search against
+// the tenant's (issue 11: "a one-repository search costs no more than
+// that repository's share"). The big tenant's five repositories are
+// copies of one tree, so a search of each alone finds the same matches
+// in the same order; what differs is where each copy's chunks fall among
+// the span index's buckets (copy 1 starts a bucket, the others start
+// mid-bucket), and so the parts a walk asks. Like for like, each case
+// runs over all repositories from the start ("all"), over each
+// repository alone ("repoN"), and over all repositories from that
+// repository's first chunk ("tenant-from-repoN": the same stretch of
+// chunks, the same layout, as a cursor at that chunk would search).
+// BIGTENANT_DIV and BENCH_FIXTURE as above:
+//
+//	BIGTENANT_DIV=1 go test ./pkg/postgres -run '^$' -bench SearchCodeRepositories -benchtime 10x -timeout 60m
+func BenchmarkSearchCodeRepositories(b *testing.B) {
+	fx := codeBenchSetup(b)
+	starts := make([]int64, len(fx.repos))
+	for i, repo := range fx.repos {
+		err := fx.env.Admin.InTenant(context.Background(), fx.tenant, func(tx *postgres.Tx) error {
+			return postgres.Raw(tx).QueryRow(context.Background(), `SELECT min(id) FROM code_chunks WHERE tenant_id = $1 AND repository_id = $2`,
+				fx.tenant, repo).Scan(&starts[i])
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, tc := range pgtest.SearchCodeQueries {
+		switch tc.Name {
+		case "rare-literal", "common-literal", "ci-text", "regex-handler", "very-common-err":
+		default:
+			continue
+		}
+		b.Run(tc.Name, func(b *testing.B) {
+			b.Run("all", func(b *testing.B) { benchCodeCase(b, fx, codeindex.Searcher{}, nil, tc, codeindex.Pos{}) })
+			for i := range fx.repos {
+				one := tc
+				one.Repo = i + 1
+				b.Run(fmt.Sprintf("repo%d", i+1), func(b *testing.B) { benchCodeCase(b, fx, codeindex.Searcher{}, nil, one, codeindex.Pos{}) })
+				b.Run(fmt.Sprintf("tenant-from-repo%d", i+1), func(b *testing.B) {
+					benchCodeCase(b, fx, codeindex.Searcher{}, nil, tc, codeindex.Pos{Chunk: starts[i]})
+				})
+			}
+		})
+	}
+}
+
 // addBenchPull indexes the head of pull request 1 of the fixture's third
 // repository: five changed files under net/http/ (ReplacePullIndex
 // replaces them, so a held fixture may take it again).
@@ -115,62 +161,69 @@ type benchPull struct {
 // pull request, at its head instead (the cases over one repository are
 // left out: every search at a head is).
 func benchSearchCode(b *testing.B, fx *codeBenchFixture, searcher codeindex.Searcher, pull *benchPull) {
-	ctx := context.Background()
 	for _, tc := range pgtest.SearchCodeQueries {
 		if pull != nil && tc.Repo != 0 {
 			continue
 		}
-		b.Run(tc.Name, func(b *testing.B) {
-			plan, err := codeindex.NewPlan(tc.Query, tc.Regex, false)
-			if err != nil {
+		b.Run(tc.Name, func(b *testing.B) { benchCodeCase(b, fx, searcher, pull, tc, codeindex.Pos{}) })
+	}
+}
+
+// benchCodeCase runs one case: its first page (page1) and the next one
+// (page2, where there is one), each with p50, p90, the candidates the
+// database returned (cands) and the rounds that asked for them (rounds).
+// tc.Repo > 0 searches the fixture's tc.Repo-th repository alone; a
+// non-zero from starts the first page there (as a cursor would).
+func benchCodeCase(b *testing.B, fx *codeBenchFixture, searcher codeindex.Searcher, pull *benchPull, tc pgtest.SearchCodeQuery, from codeindex.Pos) {
+	ctx := context.Background()
+	plan, err := codeindex.NewPlan(tc.Query, tc.Regex, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pf, err := codeindex.NewPathFilter(tc.Path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	repos := fx.repos
+	if tc.Repo > 0 {
+		repos = fx.repos[tc.Repo-1 : tc.Repo]
+	}
+	if pull != nil {
+		repos = []int64{pull.repo}
+	}
+	src := benchSource{db: fx.env.App.Tenant(fx.tenant), repos: repos, patterns: plan.LikePatterns(), regex: plan.Regex, prefix: pf.Prefix, pull: pull}
+	q := codeindex.Query{Plan: plan, Path: pf, Limit: 20, Context: 2, Pull: pull != nil, From: from}
+	first, err := searcher.Search(ctx, src, q)
+	if err != nil {
+		b.Fatal(err)
+	}
+	page := func(q codeindex.Query) func(b *testing.B) {
+		return func(b *testing.B) {
+			// The work a page is: the candidates the database
+			// returned and the rounds that asked for them (the
+			// same on every call), so that sizes whose pages hold
+			// different numbers of candidates compare like for
+			// like (a 1/10 tenant may end before a page is full).
+			counted := &countingSource{Source: src}
+			if _, err := searcher.Search(ctx, counted, q); err != nil {
 				b.Fatal(err)
 			}
-			pf, err := codeindex.NewPathFilter(tc.Path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			repos := fx.repos
-			if tc.Repo > 0 {
-				repos = fx.repos[tc.Repo-1 : tc.Repo]
-			}
-			if pull != nil {
-				repos = []int64{pull.repo}
-			}
-			src := benchSource{db: fx.env.App.Tenant(fx.tenant), repos: repos, patterns: plan.LikePatterns(), regex: plan.Regex, prefix: pf.Prefix, pull: pull}
-			q := codeindex.Query{Plan: plan, Path: pf, Limit: 20, Context: 2, Pull: pull != nil}
-			first, err := searcher.Search(ctx, src, q)
-			if err != nil {
-				b.Fatal(err)
-			}
-			page := func(q codeindex.Query) func(b *testing.B) {
-				return func(b *testing.B) {
-					// The work a page is: the candidates the database
-					// returned and the rounds that asked for them (the
-					// same on every call), so that sizes whose pages hold
-					// different numbers of candidates compare like for
-					// like (a 1/10 tenant may end before a page is full).
-					counted := &countingSource{Source: src}
-					if _, err := searcher.Search(ctx, counted, q); err != nil {
-						b.Fatal(err)
-					}
-					reportP50P90(b, func() {
-						if _, err := searcher.Search(ctx, src, q); err != nil {
-							b.Fatal(err)
-						}
-					})
-					b.ReportMetric(float64(counted.candidates), "cands")
-					b.ReportMetric(float64(counted.rounds), "rounds")
+			reportP50P90(b, func() {
+				if _, err := searcher.Search(ctx, src, q); err != nil {
+					b.Fatal(err)
 				}
-			}
-			b.Run("page1", page(q))
-			// The next page, where there is one: the call an agent makes
-			// after the first (search_code's cursor), which starts
-			// mid-walk, from the first page's last match.
-			if first.More || first.Truncated {
-				q.From = first.Next
-				b.Run("page2", page(q))
-			}
-		})
+			})
+			b.ReportMetric(float64(counted.candidates), "cands")
+			b.ReportMetric(float64(counted.rounds), "rounds")
+		}
+	}
+	b.Run("page1", page(q))
+	// The next page, where there is one: the call an agent makes
+	// after the first (search_code's cursor), which starts
+	// mid-walk, from the first page's last match.
+	if first.More || first.Truncated {
+		q.From = first.Next
+		b.Run("page2", page(q))
 	}
 }
 
