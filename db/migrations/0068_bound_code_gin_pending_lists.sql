@@ -1,0 +1,41 @@
+-- The code search indexes keep a small pending list, or none (issue 11).
+--
+-- A GIN index with fastupdate (PostgreSQL's default) first writes new
+-- entries to a pending list, which is merged into the index only when it
+-- outgrows gin_pending_list_limit (4 MB by default) or when VACUUM or
+-- autoanalyze runs. Every scan of the index reads the whole pending list
+-- and checks each of its entries. code_chunks_tenant_span_trgm is scanned
+-- once per part a search asks (a bucket, a sub-bucket, a walk's level), so
+-- on the big tenant of issue 11, with a full-size fixture and its pending
+-- list at 499 pages (3.9 MB), search_code slowed down as follows (p50,
+-- against the same list merged):
+--   - context.Context under go/: 23.4 -> 42.2 ms;
+--   - func \w+Handler\(: 12.3 -> 18.6 ms;
+--   - one repository's context.Context: 7.9 -> 11.8 ms;
+--   - a rare literal: 3.7 -> 6.3 ms.
+-- Indexing a repository fills the pending list again after every merge,
+-- and autoanalyze of a 400,000-chunk table waits for 40,000 changed rows.
+-- The indexes are shared by every tenant, so one tenant's indexing slows
+-- every tenant's searches. The benchmarks vacuum their fixtures first
+-- (pgtest.Settle), which is why they never showed it.
+--
+-- code_chunks is written a repository at a time (ReplaceIndex, tens of
+-- thousands of chunks). Its span index keeps fastupdate with a 256 kB
+-- limit (32 pages): at 26 pending pages the same searches were 0.1-0.5 ms
+-- slower (go/ 0.9 ms). Indexing cost 0.65 ms a chunk, against 0.46 with
+-- 4 MB and 2.4 with fastupdate off (which would make a Go-sized repository
+-- of 80,000 chunks take over three minutes to index instead of under one).
+--
+-- pull_code_chunks is written a few files at a time, at each pull
+-- request's head, by every tenant. Its trigram index (searched at a head's
+-- overlay) has no pending list at all: fastupdate off costs those few
+-- chunks a few milliseconds each.
+--
+-- Changing these settings does not merge what is already pending, so the
+-- migration merges both lists once. Setting the options is a catalog
+-- change. Merging a full 4 MB list (502 pages) took 0.2 s on the big
+-- tenant's full-size fixture on a 2-core machine.
+ALTER INDEX code_chunks_tenant_span_trgm SET (gin_pending_list_limit = 256);
+ALTER INDEX pull_code_chunks_tenant_content_trgm SET (fastupdate = off);
+SELECT gin_clean_pending_list('code_chunks_tenant_span_trgm'::regclass);
+SELECT gin_clean_pending_list('pull_code_chunks_tenant_content_trgm'::regclass);

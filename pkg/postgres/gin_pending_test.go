@@ -1,0 +1,121 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/codelotse/codelotse/pkg/codeindex"
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+)
+
+// TestCodeGINPendingListsStaySmall: every scan of a GIN index reads its
+// whole pending list, so the trigram indexes that search reads keep
+// theirs small (at most 256 kB) or off (migration 0068). On the catalog:
+// every GIN index of ours (River's own aside) has fastupdate off or a
+// limit of at most 256 kB. In use: indexing a repository through
+// ReplaceIndex leaves at most 32 pending pages in the span index (with
+// PostgreSQL's default 4 MB it left hundreds), and a pull request's head
+// leaves none in its overlay's index.
+func TestCodeGINPendingListsStaySmall(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+
+	rows, err := env.Admin.Pool.Query(ctx, `SELECT i.relname, coalesce(i.reloptions, '{}')
+		FROM pg_index x
+		JOIN pg_class i ON i.oid = x.indexrelid
+		JOIN pg_class t ON t.oid = x.indrelid
+		JOIN pg_namespace n ON n.oid = t.relnamespace
+		JOIN pg_am a ON a.oid = i.relam
+		WHERE n.nspname = 'public' AND a.amname = 'gin' AND t.relname NOT LIKE 'river\_%'
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for rows.Next() {
+		var name string
+		var opts []string
+		if err := rows.Scan(&name, &opts); err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, name)
+		bounded := false
+		for _, o := range opts {
+			var limit int
+			if _, err := fmt.Sscanf(o, "gin_pending_list_limit=%d", &limit); err == nil && limit <= 256 {
+				bounded = true
+			}
+			bounded = bounded || o == "fastupdate=off" || o == "fastupdate=false"
+		}
+		if !bounded {
+			t.Errorf("GIN index %s has options %v: want fastupdate=off or gin_pending_list_limit of at most 256 (kB)", name, opts)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "code_chunks_tenant_span_trgm,findings_search_trgm,pull_code_chunks_tenant_content_trgm"; strings.Join(seen, ",") != want {
+		t.Errorf("GIN indexes %v, want %s", seen, want)
+	}
+
+	if _, err := env.Admin.Pool.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pgstattuple"); err != nil {
+		t.Fatalf("pgstattuple (PostgreSQL's contrib, as pg_trgm is): %v", err)
+	}
+	pending := func(index string) int {
+		t.Helper()
+		var pages int
+		if err := env.Admin.Pool.QueryRow(ctx, `SELECT pending_pages FROM pgstatginindex($1::regclass)`, index).Scan(&pages); err != nil {
+			t.Fatal(err)
+		}
+		return pages
+	}
+
+	// 300 files of 60 lines of made-up identifiers: every chunk holds
+	// hundreds of distinct trigrams, some 2 MB of pending entries in all.
+	rng := rand.New(rand.NewPCG(7, 11))
+	word := func() string {
+		b := make([]byte, 6+rng.IntN(6))
+		for i := range b {
+			b[i] = byte('a' + rng.IntN(26))
+		}
+		return string(b)
+	}
+	var files []codeindex.File
+	for i := range 300 {
+		var body strings.Builder
+		body.WriteString("package p\n\n")
+		for range 60 {
+			fmt.Fprintf(&body, "func %s(%s int) int { return %s + %d }\n", word(), word(), word(), rng.IntN(1000))
+		}
+		files = append(files, file(fmt.Sprintf("pkg%d/f%d.go", i%7, i), body.String()))
+	}
+	tenant := seedTenant(t, env, "pending")
+	repo := addRepo(t, env, tenant, "pending/api")
+	before := pending("code_chunks_tenant_span_trgm")
+	var chunks int
+	if err := env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+		_, err := tx.ReplaceIndex(ctx, repo.ID, codeindex.Snapshot{Commit: strings.Repeat("1", 40), Files: files}, postgres.Actor{Label: "test"})
+		if err != nil {
+			return err
+		}
+		return postgres.Raw(tx).QueryRow(ctx, `SELECT count(*) FROM code_chunks WHERE tenant_id = $1`, tenant).Scan(&chunks)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := pending("code_chunks_tenant_span_trgm"); got > 32 {
+		t.Errorf("after indexing %d chunks the span index has %d pending pages (%d before), want at most 32 (256 kB)", chunks, got, before)
+	}
+	if err := env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+		_, err := tx.ReplacePullIndex(ctx, repo.ID, 3, strings.Repeat("2", 40), strings.Repeat("1", 40), files[:40], nil)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := pending("pull_code_chunks_tenant_content_trgm"); got != 0 {
+		t.Errorf("after a pull request's head the overlay's index has %d pending pages, want none", got)
+	}
+}
