@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,5 +118,30 @@ func TestCodeGINPendingListsStaySmall(t *testing.T) {
 	}
 	if got := pending("pull_code_chunks_tenant_content_trgm"); got != 0 {
 		t.Errorf("after a pull request's head the overlay's index has %d pending pages, want none", got)
+	}
+}
+
+// TestCodeTablesVacuumSooner: indexing replaces a repository's files and
+// chunks, and until VACUUM the old rows cost every search a heap visit per
+// entry left in the indexes, so autovacuum visits code_chunks and
+// code_files after 2 % of their rows change, not 20 % (migration 0069).
+func TestCodeTablesVacuumSooner(t *testing.T) {
+	env := pgtest.New(t)
+	want := []string{
+		"autovacuum_vacuum_threshold=1000", "autovacuum_vacuum_scale_factor=0.02",
+		"autovacuum_vacuum_insert_threshold=1000", "autovacuum_vacuum_insert_scale_factor=0.02",
+		"autovacuum_analyze_threshold=1000", "autovacuum_analyze_scale_factor=0.02",
+	}
+	for _, table := range []string{"code_chunks", "code_files"} {
+		var opts []string
+		if err := env.Admin.Pool.QueryRow(context.Background(), `SELECT coalesce(reloptions, '{}') FROM pg_class
+			WHERE oid = ('public.' || $1)::regclass`, table).Scan(&opts); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !slices.Contains(opts, w) {
+				t.Errorf("%s has options %v: want %s", table, opts, w)
+			}
+		}
 	}
 }
