@@ -35,6 +35,12 @@ const spanBucket = 8192
 // (id >> 10, migration 0065).
 const spanSub = 1024
 
+// chunkIDsHigh is SQL for the highest chunk id any session has taken:
+// sessions take ids in blocks (migration 0070), so a test that moves the
+// sequence on (setval) starts above every block handed out, not from its
+// own session's next id, which may lie below another session's block.
+const chunkIDsHigh = `coalesce(pg_sequence_last_value(pg_get_serial_sequence('code_chunks', 'id')::regclass), 0)`
+
 // seedCodeSpread is seedCode; with a spacing (in buckets; 0: none), each
 // repository's chunks start 100 ids before a multiple of spacing buckets
 // (the ids in between are never used), so that the repositories straddle
@@ -61,7 +67,7 @@ func seedCodeSpread(t testing.TB, env *pgtest.Env, slug string, repos, files, sp
 			repoIDs = append(repoIDs, id)
 			if spacing > 0 {
 				if _, err := postgres.Raw(tx).Exec(ctx, `SELECT setval(pg_get_serial_sequence('code_chunks', 'id'),
-					((nextval(pg_get_serial_sequence('code_chunks', 'id')) + 101) / $1 + 1) * $1 - 101)`, spacing*spanBucket); err != nil {
+					((`+chunkIDsHigh+` + 1 + 101) / $1 + 1) * $1 - 101)`, spacing*spanBucket); err != nil {
 					return err
 				}
 			}
@@ -613,13 +619,18 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	// five copies of them, each from the next bucket on.
 	lone, loneRepos := seedCodeSpread(t, env, "lone", 1, 100, 0)
 	for i := 0; i < 5; i++ {
-		if _, err := env.Admin.Pool.Exec(context.Background(), `SELECT setval(pg_get_serial_sequence('code_chunks', 'id'),
-			(nextval(pg_get_serial_sequence('code_chunks', 'id')) / $1 + 1) * $1)`, spanBucket); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := env.Admin.Pool.Exec(context.Background(), `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
-			SELECT tenant_id, repository_id, file_id, start_line + 1000, end_line + 1000, content FROM code_chunks
-			WHERE tenant_id = $1 AND id < (SELECT min(id) FROM code_chunks WHERE tenant_id = $1) + 200 ORDER BY id`, lone); err != nil {
+		// One session: the setval resets its block of ids (migration
+		// 0070), and its insert then takes ids from there.
+		if err := pgx.BeginFunc(context.Background(), env.Admin.Pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(context.Background(), `SELECT setval(pg_get_serial_sequence('code_chunks', 'id'),
+				((`+chunkIDsHigh+` + 1) / $1 + 1) * $1)`, spanBucket); err != nil {
+				return err
+			}
+			_, err := tx.Exec(context.Background(), `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
+				SELECT tenant_id, repository_id, file_id, start_line + 1000, end_line + 1000, content FROM code_chunks
+				WHERE tenant_id = $1 AND id < (SELECT min(id) FROM code_chunks WHERE tenant_id = $1) + 200 ORDER BY id`, lone)
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}

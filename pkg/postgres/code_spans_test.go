@@ -47,7 +47,7 @@ func seedCodeInterleaved(t *testing.T, env *pgtest.Env) (tenant string, repoIDs 
 			WHERE f.tenant_id = $1 ORDER BY f.path, k, f.repository_id`, tenant); err != nil {
 			return err
 		}
-		if _, err := q.Exec(ctx, `SELECT setval(pg_get_serial_sequence('code_chunks', 'id'), nextval(pg_get_serial_sequence('code_chunks', 'id')) + 10000)`); err != nil {
+		if _, err := q.Exec(ctx, `SELECT setval(pg_get_serial_sequence('code_chunks', 'id'), `+chunkIDsHigh+` + 1 + 10000)`); err != nil {
 			return err
 		}
 		if _, err := q.Exec(ctx, `CREATE TEMP TABLE moved ON COMMIT DROP AS

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
@@ -141,6 +143,74 @@ func TestCodeTablesVacuumSooner(t *testing.T) {
 		for _, w := range want {
 			if !slices.Contains(opts, w) {
 				t.Errorf("%s has options %v: want %s", table, opts, w)
+			}
+		}
+	}
+}
+
+// TestChunkIDsComeInBlocks: two indexings writing at once each get their
+// chunks as one run of ids, not ids taken in turn (migration 0070: each
+// session takes ids 8,192 at a time), so that a repository's chunks stay
+// neighbours in the span index's buckets. Two sessions insert chunks
+// alternately, one at a time: each session's ids must follow one another.
+func TestChunkIDsComeInBlocks(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	var cache int64
+	if err := env.Admin.Pool.QueryRow(ctx, `SELECT cache_size FROM pg_sequences
+		WHERE schemaname = 'public' AND sequencename = 'code_chunks_id_seq'`).Scan(&cache); err != nil {
+		t.Fatal(err)
+	}
+	if cache != 8192 {
+		t.Errorf("code_chunks_id_seq caches %d ids a session, want 8192", cache)
+	}
+
+	tenant := seedTenant(t, env, "blocks")
+	repo := addRepo(t, env, tenant, "blocks/api")
+	// A file for each session: a chunk's insert widens its file's span
+	// (migration 0066), which would make the second session wait for the
+	// first's row lock.
+	var fileIDs []int64
+	if err := env.Admin.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+		if _, err := postgres.Raw(tx).Exec(ctx, seedFilesSQL, tenant, repo.ID, 2); err != nil {
+			return err
+		}
+		rows, err := postgres.Raw(tx).Query(ctx, `SELECT id FROM code_files WHERE tenant_id = $1 ORDER BY id`, tenant)
+		if err != nil {
+			return err
+		}
+		fileIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var txs [2]pgx.Tx
+	for i := range txs {
+		conn, err := env.Admin.Pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+		if txs[i], err = conn.Begin(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer txs[i].Rollback(ctx) //nolint:errcheck
+	}
+	var ids [2][]int64
+	for k := range 20 {
+		i := k % 2
+		var id int64
+		if err := txs[i].QueryRow(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
+			VALUES ($1, $2, $3, $4, $4, 'package x') RETURNING id`, tenant, repo.ID, fileIDs[i], k+1).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = append(ids[i], id)
+	}
+	for i, got := range ids {
+		for k := 1; k < len(got); k++ {
+			if got[k] != got[k-1]+1 {
+				t.Errorf("session %d took chunk ids %v while the other wrote too: want one run", i, got)
+				break
 			}
 		}
 	}

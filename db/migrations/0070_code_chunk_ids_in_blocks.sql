@@ -1,0 +1,26 @@
+-- Each session takes code_chunks ids 8,192 at a time (issue 11).
+--
+-- search_code walks a tenant's chunks in id order, in buckets of 8,192 ids
+-- and sub-buckets of 1,024 (the span index), and a path prefix walks the
+-- runs of its files' chunk ids. All of that assumes that a repository's
+-- chunks, and a directory's, have neighbouring ids, as they get when one
+-- indexing writes them. But the worker indexes several repositories at
+-- once (WORKER_CONCURRENCY, 4 by default), and with a sequence cache of 1,
+-- concurrent inserts take ids in turn: on the 1/10 big tenant, four
+-- repositories indexed at once each spread over 3.3-4 times as many ids as
+-- they have chunks. The tenant's searches were then up to a third slower:
+-- err under net/ 2.3 -> 3.0 ms, the ReadRune regex 4.3 -> 5.2. And
+-- context.Context under go/ took 1.9 times as long, 7.5 -> 14.0 ms (p50;
+-- docs/benchmarks.md).
+--
+-- With a cache of 8,192, a session hands out its own block of ids, so an
+-- indexing's chunks are one run of ids for each block it uses, whatever
+-- else is written at the same time. In the same test each repository was
+-- one run again, and go/ took 7.5 ms.
+--
+-- The cost is gaps: the unused ids of a session's block are lost when the
+-- session ends, at most 8,191 per connection, and bigint has room. Ids no
+-- longer follow the order of commits across sessions. Nothing relies on
+-- that order: search pages in id order within one snapshot, and its cursor
+-- is an id.
+ALTER SEQUENCE code_chunks_id_seq CACHE 8192;
