@@ -755,11 +755,14 @@ BEGIN
             -- One repository is asked with its own key, and many are
             -- walked bucket by bucket anyway.
             v_walk := v_no_rest OR NOT coalesce(v_left > CASE WHEN v_own THEN 1 ELSE 8 END, true);
-            IF v_walk AND v_every IS NULL AND v_nrepo > 1 AND v_nrepo <= v_few THEN
-                v_every := NOT EXISTS (SELECT 1 FROM public.repositories r
-                                       WHERE r.tenant_id = v_tenant AND r.id <> ALL (p_repo_ids));
+            IF v_walk AND v_nrepo > 1 AND v_nrepo <= v_few THEN
+                IF v_every IS NULL THEN
+                    v_every := NOT EXISTS (SELECT 1 FROM public.repositories r
+                                           WHERE r.tenant_id = v_tenant AND r.id <> ALL (p_repo_ids));
+                END IF;
+                v_walk := v_every;
             END IF;
-            IF NOT v_walk OR (v_nrepo > 1 AND v_nrepo <= v_few AND NOT v_every) THEN
+            IF NOT v_walk THEN
                 v_last := coalesce(v_sub, v_bucket);
             ELSIF v_sub IS NOT NULL THEN
                 v_last := v_until >> 10;

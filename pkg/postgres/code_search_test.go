@@ -680,6 +680,11 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		// repositories are all of the tenant's, so a step asks its further
 		// parts in one statement.
 		{"sparse matches of common trigrams: further parts in one statement", dense, denseRepos, rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket, "WITH RECURSIVE"}, []string{"Seq Scan on code_chunks", whole}},
+		// But over a few of the tenant's repositories, not all of them
+		// (eleven of its twelve), one part a step: a walk would recheck
+		// the other repositories' candidates between them (fails with
+		// the rule removed: the step walks).
+		{"sparse matches of common trigrams, a few of the repositories: one part a step", dense, denseRepos[:11], rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole, "WITH RECURSIVE"}},
 		// With estimates the index is asked with the literal's three
 		// rarest trigrams (needle's first three: rare alike, the earliest
 		// win), and the whole literal checks the rows.
