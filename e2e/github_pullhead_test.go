@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
 // TestGitHubPullRequestHead: the code index at a pull request's head.
@@ -17,7 +19,8 @@ import (
 // shows the head version; get_pull_request_review says which commit its
 // line numbers refer to and whether the index holds it; closing the pull
 // request drops its head index; a push to main re-indexes only the files
-// it changes.
+// it changes, and the whole repository once too many of its files lie out
+// of path order.
 func TestGitHubPullRequestHead(t *testing.T) {
 	gh, env := githubFixture(t)
 	const head1 = "0123456789abcdef0123456789abcdef01234567" // the fixture's PR #7 head
@@ -185,5 +188,31 @@ func TestGitHubPullRequestHead(t *testing.T) {
 	}
 	if n := tarballs(); n != archives {
 		t.Errorf("a push of one file downloaded the archive again (%d → %d)", archives, n)
+	}
+
+	// With too many files out of path order (new files and files that
+	// grew go to the end of the id order), the next push indexes the
+	// repository whole from the archive, in path order again, and the
+	// count starts from zero (migration 0071).
+	s.exec(`UPDATE repositories SET code_files_moved = $1 WHERE full_name = 'acme-org/api'`, postgres.MaxFilesMoved)
+	const main3 = "c0ffee2222222222222222222222222222222222"
+	gh.SetRepoFiles(4001, main3, map[string]string{"cmd/main.go": "package main\n\nfunc PushedNeedle() {}\n", "README.md": "# api\n",
+		"docs/added.md": "ScatteredNeedle\n"})
+	gh.SetBranchHead(4001, "main", main3)
+	archives = tarballs()
+	if code, status := deliver(t, s, webhookSecret, "push", "push-scattered", map[string]any{"ref": "refs/heads/main", "after": main3, "installation": map[string]any{"id": 3001},
+		"repository": map[string]any{"id": 4001, "full_name": "acme-org/api", "default_branch": "main"}}); code != 202 || status != "queued" {
+		t.Fatalf("push: %d %q", code, status)
+	}
+	waitFor("the added file indexed on main", func() bool { return found("ScatteredNeedle", 0) == 1 })
+	if n := tarballs(); n != archives+1 {
+		t.Errorf("a push to a scattered index downloaded %d archives, want 1", n-archives)
+	}
+	var moved int
+	if err := s.db.Admin.Pool.QueryRow(context.Background(), `SELECT code_files_moved FROM repositories WHERE full_name = 'acme-org/api'`).Scan(&moved); err != nil {
+		t.Fatal(err)
+	}
+	if moved != 0 {
+		t.Errorf("code_files_moved after the whole indexing = %d, want 0", moved)
 	}
 }

@@ -121,7 +121,8 @@ const maxIncrementalFiles = 100
 // commit to head by reading only the files that changed (compare, then
 // contents at head), when head is a fast-forward of the indexed commit
 // and few files changed. It reports whether it did; otherwise the caller
-// re-indexes from the archive (first index, force-push, large change).
+// re-indexes from the archive (first index, force-push, large change, or
+// too many files out of path order: postgres.ErrIndexScattered).
 func (d *Deps) indexIncrementally(ctx context.Context, tid string, inst *githubapp.InstallationClient, repo codelotse.Repository, head string) (bool, error) {
 	if repo.IndexedCommit == "" {
 		return false, nil
@@ -140,8 +141,15 @@ func (d *Deps) indexIncrementally(ctx context.Context, tid string, inst *githuba
 	if err != nil {
 		return false, err
 	}
-	return true, d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+	err = d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		_, err := d.Ingest.IndexChanges(ctx, tx, repo.ID, head, files, deleted, worker)
 		return err
 	})
+	if errors.Is(err, postgres.ErrIndexScattered) {
+		// Too many of its files lie out of path order: the whole
+		// repository is written again from the archive (migration 0071).
+		d.log().Info("index scattered: indexing whole", "tenant", tid, "repository", repo.FullName)
+		return false, nil
+	}
+	return err == nil, err
 }

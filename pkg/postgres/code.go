@@ -12,11 +12,19 @@ import (
 	"github.com/codelotse/codelotse/pkg/codelotse"
 )
 
-// IndexResult says what ReplaceIndex stored.
+// IndexResult says what ReplaceIndex or UpdateIndex stored.
 type IndexResult struct {
-	Commit  string
-	Files   int
-	Chunks  int
+	Commit string
+	// Files and Chunks count the files and chunks stored (for an update:
+	// those of the changed files).
+	Files  int
+	Chunks int
+	// Written counts the chunks written: all of Chunks for a whole
+	// indexing or a moved file, only those whose text changed for a file
+	// rewritten in place.
+	Written int
+	// Moved counts the files an update wrote at the end of the id order.
+	Moved   int
 	Skipped []codeindex.File
 }
 
@@ -33,7 +41,8 @@ func (tx *Tx) ReplaceIndex(ctx context.Context, repoID int64, snap codeindex.Sna
 	if err := tx.insertFiles(ctx, repoID, snap.Commit, snap.Files, &res); err != nil {
 		return res, err
 	}
-	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now() WHERE tenant_id = $1 AND id = $2`,
+	// Written whole, in path order: nothing is out of place (migration 0071).
+	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now(), code_files_moved = 0 WHERE tenant_id = $1 AND id = $2`,
 		tenantID, repoID, snap.Commit); err != nil {
 		return res, err
 	}
@@ -139,45 +148,56 @@ func (tx *Tx) insertFiles(ctx context.Context, repoID int64, commit string, file
 	res.Files += n
 
 	// Chunks go in path order, so that chunk ids (the search order) follow
-	// paths. COPY is not allowed under row-level security, so they are
-	// inserted from arrays, a few thousand per statement.
-	const batch = 4000
-	fileIDs := make([]int64, 0, batch)
-	starts, ends := make([]int32, 0, batch), make([]int32, 0, batch)
-	contents := make([]string, 0, batch)
-	flush := func() error {
-		if len(fileIDs) == 0 {
-			return nil
-		}
+	// paths.
+	b := chunkRows{write: func(fileIDs []int64, starts, ends []int32, contents []string) error {
 		tag, err := tx.q.Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
 			SELECT $1, $2, u.file_id, u.start_line, u.end_line, u.content
 			FROM unnest($3::bigint[], $4::int[], $5::int[], $6::text[]) WITH ORDINALITY AS u(file_id, start_line, end_line, content, n)
 			ORDER BY u.n`, tenantID, repoID, fileIDs, starts, ends, contents)
-		if err != nil {
-			return err
-		}
 		res.Chunks += int(tag.RowsAffected())
-		fileIDs, starts, ends, contents = fileIDs[:0], starts[:0], ends[:0], contents[:0]
-		return nil
-	}
+		res.Written += int(tag.RowsAffected())
+		return err
+	}}
 	for _, f := range files {
-		if f.SkipReason != "" {
-			continue
-		}
-		for _, c := range codeindex.Chunks(f.Lines) {
-			fileIDs = append(fileIDs, ids[f.Path])
-			starts, ends, contents = append(starts, int32(c.StartLine)), append(ends, int32(c.EndLine)), append(contents, c.Content)
-			if len(fileIDs) == batch {
-				if err := flush(); err != nil {
-					return err
-				}
+		for _, c := range fileChunks(f) {
+			if err := b.add(ids[f.Path], c); err != nil {
+				return err
 			}
 		}
 	}
-	if err := flush(); err != nil {
-		return err
+	return b.flush()
+}
+
+// chunkRows gathers chunk rows for statements of at most chunkBatch rows
+// each (COPY is not allowed under row-level security, so chunks are
+// written from arrays, a few thousand per statement); write runs one
+// statement over them, keyed by file id (an insert) or chunk id (an
+// update).
+type chunkRows struct {
+	keys         []int64
+	starts, ends []int32
+	contents     []string
+	write        func(keys []int64, starts, ends []int32, contents []string) error
+}
+
+const chunkBatch = 4000
+
+func (b *chunkRows) add(key int64, c codeindex.Chunk) error {
+	b.keys = append(b.keys, key)
+	b.starts, b.ends, b.contents = append(b.starts, int32(c.StartLine)), append(b.ends, int32(c.EndLine)), append(b.contents, c.Content)
+	if len(b.keys) < chunkBatch {
+		return nil
 	}
-	return nil
+	return b.flush()
+}
+
+func (b *chunkRows) flush() error {
+	if len(b.keys) == 0 {
+		return nil
+	}
+	err := b.write(b.keys, b.starts, b.ends, b.contents)
+	b.keys, b.starts, b.ends, b.contents = b.keys[:0], b.starts[:0], b.ends[:0], b.contents[:0]
+	return err
 }
 
 // Candidate is one chunk returned by the search functions: the search
@@ -299,38 +319,202 @@ func (t TenantDB) ReadIndexedFile(ctx context.Context, repoID int64, path string
 	return f, err
 }
 
+// MaxFilesMoved bounds how many of a repository's files UpdateIndex lets
+// lie out of path order (written at the end of the id order since the
+// index was last written whole) before it refuses with ErrIndexScattered,
+// so that the caller indexes the repository whole again. Searches under a
+// path prefix walk the runs of their files' ids (migration 0071): on the
+// big tenant of issue 11, files moved at random over its five repositories
+// made them 1.7-4.6 times as slow at 2,000 files, 1.4-2.8 times at 200,
+// and up to 1.8 times at 64 (err under net/; the others within the
+// machine's noise; docs/benchmarks.md). A whole indexing costs about 0.7 ms a chunk (a
+// minute for the Go tree's 80,000 chunks), once per that many moves.
+const MaxFilesMoved = 64
+
+// FilesMovedAllowed is how many files of a repository of n files may lie
+// out of path order: an eighth of them, at least 8 and at most
+// MaxFilesMoved. A small repository is indexed whole sooner, at little
+// cost, rather than spread over many places in the id order.
+func FilesMovedAllowed(n int) int {
+	return max(8, min(MaxFilesMoved, n/8))
+}
+
+// ErrIndexScattered is UpdateIndex's refusal when the update would leave
+// more files out of path order than FilesMovedAllowed: the caller indexes the
+// repository whole instead (ReplaceIndex). Nothing was written.
+var ErrIndexScattered = errors.New("the repository's index is scattered: index it whole")
+
 // UpdateIndex moves a repository's code index to commit by touching only
 // what changed: the files in changed are replaced (with their chunks), the
 // paths in deleted removed, and every other file is relabelled with the
 // new commit without rewriting its chunks. The caller knows the index was
 // at an ancestor of commit (a fast-forward of the default branch) and
 // stores through pkg/ingest.
+//
+// A changed file keeps its place in the id order (the search order, in
+// which a directory's chunks are one run) when its new chunks fit its old
+// chunk ids: they take the first of them, in line order, and only the
+// chunks whose lines or text changed are written. A new file, or one that
+// grew past its ids, is written at the end of the id order and counted in
+// repositories.code_files_moved (migration 0071); past FilesMovedAllowed,
+// the update is refused with ErrIndexScattered.
 func (tx *Tx) UpdateIndex(ctx context.Context, repoID int64, commit string, changed []codeindex.File, deleted []string, actor Actor) (_ IndexResult, err error) {
 	defer wrap(&err, "postgres.UpdateIndex")
 	tenantID := tx.tenantID
 	res := IndexResult{Commit: commit}
+	paths := make([]string, len(changed))
+	for i, f := range changed {
+		paths[i] = f.Path
+	}
+	// The changed paths' files and their chunk ids; the repository's row
+	// is locked, so that two updates count their moves one after the other.
+	var moved, files int
+	if err := tx.q.QueryRow(ctx, `SELECT r.code_files_moved,
+			(SELECT count(*) FROM code_files f WHERE f.tenant_id = r.tenant_id AND f.repository_id = r.id)
+		FROM repositories r WHERE r.tenant_id = $1 AND r.id = $2 FOR UPDATE OF r`,
+		tenantID, repoID).Scan(&moved, &files); err != nil {
+		return res, err
+	}
+	rows, err := tx.q.Query(ctx, `SELECT f.path, f.id, coalesce(array_agg(c.id ORDER BY c.id) FILTER (WHERE c.id IS NOT NULL), '{}')
+		FROM code_files f LEFT JOIN code_chunks c ON c.tenant_id = f.tenant_id AND c.file_id = f.id
+		WHERE f.tenant_id = $1 AND f.repository_id = $2 AND f.path = ANY($3)
+		GROUP BY f.path, f.id`, tenantID, repoID, paths)
+	if err != nil {
+		return res, err
+	}
+	type stored struct {
+		id     int64
+		chunks []int64
+		twice  bool
+	}
+	old := make(map[string]stored, len(changed))
+	for rows.Next() {
+		var p string
+		var s stored
+		if err := rows.Scan(&p, &s.id, &s.chunks); err != nil {
+			rows.Close()
+			return res, err
+		}
+		// (Two rows of one path, which the schema allows at two commits,
+		// are both replaced by a moved file.)
+		_, s.twice = old[p]
+		old[p] = s
+	}
+	if err := rows.Err(); err != nil {
+		return res, err
+	}
+	var inPlace []placedFile
+	var move []codeindex.File
 	gone := append([]string{}, deleted...)
 	for _, f := range changed {
+		chunks := fileChunks(f)
+		s, ok := old[f.Path]
+		if ok && !s.twice && len(chunks) <= len(s.chunks) {
+			inPlace = append(inPlace, placedFile{File: f, id: s.id, chunks: chunks, ids: s.chunks})
+			continue
+		}
+		move = append(move, f)
 		gone = append(gone, f.Path)
 	}
+	moved += len(move)
+	if len(move) > 0 && moved > FilesMovedAllowed(files) {
+		return res, ErrIndexScattered
+	}
 	if _, err := tx.q.Exec(ctx, `DELETE FROM code_files WHERE tenant_id = $1 AND repository_id = $2 AND path = ANY($3)`, tenantID, repoID, gone); err != nil {
+		return res, err
+	}
+	if err := tx.rewriteInPlace(ctx, commit, inPlace, &res); err != nil {
 		return res, err
 	}
 	if _, err := tx.q.Exec(ctx, `UPDATE code_files SET commit_sha = $3 WHERE tenant_id = $1 AND repository_id = $2 AND commit_sha <> $3`, tenantID, repoID, commit); err != nil {
 		return res, err
 	}
-	if err := tx.insertFiles(ctx, repoID, commit, changed, &res); err != nil {
+	if err := tx.insertFiles(ctx, repoID, commit, move, &res); err != nil {
 		return res, err
 	}
-	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now() WHERE tenant_id = $1 AND id = $2`,
-		tenantID, repoID, commit); err != nil {
+	res.Files += len(inPlace)
+	res.Moved = len(move)
+	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now(), code_files_moved = $4 WHERE tenant_id = $1 AND id = $2`,
+		tenantID, repoID, commit, moved); err != nil {
 		return res, err
 	}
 	if err := tx.RefreshCodeStats(ctx, false); err != nil {
 		return res, err
 	}
 	return res, tx.insertAudit(ctx, actor, "repository.indexed", commit,
-		map[string]any{"repository_id": repoID, "changed": len(changed), "deleted": len(deleted), "chunks": res.Chunks, "incremental": true})
+		map[string]any{"repository_id": repoID, "changed": len(changed), "deleted": len(deleted), "chunks": res.Chunks,
+			"moved": len(move), "incremental": true})
+}
+
+// placedFile is a changed file rewritten in place: its stored row and the
+// ids of its stored chunks, of which its new chunks take the first.
+type placedFile struct {
+	codeindex.File
+	id     int64
+	chunks []codeindex.Chunk
+	ids    []int64
+}
+
+// fileChunks is what insertFiles stores of f: none for a skipped file.
+func fileChunks(f codeindex.File) []codeindex.Chunk {
+	if f.SkipReason != "" {
+		return nil
+	}
+	return codeindex.Chunks(f.Lines)
+}
+
+// rewriteInPlace stores files over their own rows at commit: the file's
+// row is updated, its new chunks overwrite its first chunk ids (a chunk whose
+// lines and text are unchanged is left alone: no dead row, no index
+// entry) and its surplus chunks are deleted. The file's span of chunk ids
+// (migration 0066) stays a bound. The chunks' count is added to
+// res.Chunks, those written to res.Written.
+func (tx *Tx) rewriteInPlace(ctx context.Context, commit string, files []placedFile, res *IndexResult) error {
+	if len(files) == 0 {
+		return nil
+	}
+	tenantID := tx.tenantID
+	n := len(files)
+	ids, langs, blobs, skips := make([]int64, n), make([]string, n), make([]string, n), make([]*string, n)
+	sizes := make([]int64, n)
+	counts := make([]int32, n)
+	var surplus []int64
+	for i, f := range files {
+		ids[i], langs[i], blobs[i], sizes[i], counts[i] = f.id, f.Language, f.BlobSHA, f.Size, int32(len(f.Lines))
+		if f.SkipReason != "" {
+			r := f.SkipReason
+			skips[i] = &r
+			res.Skipped = append(res.Skipped, f.File)
+		}
+		surplus = append(surplus, f.ids[len(f.chunks):]...)
+	}
+	if _, err := tx.q.Exec(ctx, `UPDATE code_files f SET commit_sha = $8, language = u.lang, size = u.size, blob_sha = u.blob, line_count = u.lines, skip_reason = u.skip
+		FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::text[]) AS u(id, lang, size, blob, lines, skip)
+		WHERE f.tenant_id = $1 AND f.id = u.id`, tenantID, ids, langs, sizes, blobs, counts, skips, commit); err != nil {
+		return err
+	}
+	if len(surplus) > 0 {
+		if _, err := tx.q.Exec(ctx, `DELETE FROM code_chunks WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, surplus); err != nil {
+			return err
+		}
+	}
+	b := chunkRows{write: func(chunkIDs []int64, starts, ends []int32, contents []string) error {
+		tag, err := tx.q.Exec(ctx, `UPDATE code_chunks c SET start_line = u.s, end_line = u.e, content = u.c
+			FROM unnest($2::bigint[], $3::int[], $4::int[], $5::text[]) AS u(id, s, e, c)
+			WHERE c.tenant_id = $1 AND c.id = u.id AND (c.start_line, c.end_line, c.content) IS DISTINCT FROM (u.s, u.e, u.c)`,
+			tenantID, chunkIDs, starts, ends, contents)
+		res.Written += int(tag.RowsAffected())
+		return err
+	}}
+	for _, f := range files {
+		res.Chunks += len(f.chunks)
+		for j, c := range f.chunks {
+			if err := b.add(f.ids[j], c); err != nil {
+				return err
+			}
+		}
+	}
+	return b.flush()
 }
 
 // nullIfEmpty is NULL for "" (an optional text argument).

@@ -93,8 +93,9 @@ const (
 // bound its chunks' ids (NULL: it never had chunks) through interleaved
 // inserts, a redaction's delete, clear and insert, partial deletes and a
 // cascaded delete, as the administrator and as the runtime role
-// (ReplaceStoredFile, whose rewritten files' spans are exact again); an
-// UPDATE of a chunk's id or file is refused, one of its content is not.
+// (ReplaceStoredFile, whose rewritten files' spans are exact again, and
+// which counts them as moved out of path order); an UPDATE of a chunk's id
+// or file is refused, one of its content is not.
 func TestCodeFileSpans(t *testing.T) {
 	env := pgtest.New(t)
 	ctx := context.Background()
@@ -107,6 +108,16 @@ func TestCodeFileSpans(t *testing.T) {
 		t.Fatal("no file's chunks were written anew at the end: the seed does not fragment the runs")
 	}
 	checkSpans(t, env, tenant, nil)
+
+	movedCount := func() int {
+		t.Helper()
+		var n int
+		if err := env.Admin.Pool.QueryRow(ctx, `SELECT coalesce(sum(code_files_moved), 0) FROM repositories WHERE tenant_id = $1`, tenant).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	countedBefore := movedCount()
 
 	// The runtime role's own writes: stored files rewritten, a
 	// directory's files deleted with their chunks by a cascade.
@@ -136,6 +147,11 @@ func TestCodeFileSpans(t *testing.T) {
 		t.Fatal("no stored file was rewritten")
 	}
 	checkSpans(t, env, tenant, rewritten)
+	// Each rewritten file now lies out of path order, and is counted
+	// (migration 0071).
+	if got := movedCount() - countedBefore; got != len(rewritten) {
+		t.Errorf("code_files_moved grew by %d for %d rewritten files", got, len(rewritten))
+	}
 
 	err = env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
 		_, err := postgres.Raw(tx).Exec(ctx, `UPDATE code_chunks SET content = content || 'x' WHERE tenant_id = $1 AND file_id = $2`, tenant, rewritten[0])

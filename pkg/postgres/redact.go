@@ -183,6 +183,12 @@ func (tx *Tx) ReplaceStoredFile(ctx context.Context, f StoredFile) (err error) {
 		tenantID, f.RepositoryID, f.ID, starts, ends, contents); err != nil {
 		return fmt.Errorf("insert code_chunks of %d: %w", f.ID, err)
 	}
+	// The file now lies out of path order: counted, so that enough of them
+	// have the next push index the repository whole (migration 0071).
+	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET code_files_moved = code_files_moved + 1 WHERE tenant_id = $1 AND id = $2`,
+		tenantID, f.RepositoryID); err != nil {
+		return fmt.Errorf("count the moved file %d: %w", f.ID, err)
+	}
 	return nil
 }
 
