@@ -366,8 +366,9 @@ func (tx *Tx) UpdateIndex(ctx context.Context, repoID int64, commit string, chan
 	for i, f := range changed {
 		paths[i] = f.Path
 	}
-	// The changed paths' files and their chunk ids; the repository's row
-	// is locked, so that two updates count their moves one after the other.
+	// The repository's count of moved files and its number of files; its
+	// row is locked, so that two updates count their moves one after the
+	// other.
 	var moved, files int
 	if err := tx.q.QueryRow(ctx, `SELECT r.code_files_moved,
 			(SELECT count(*) FROM code_files f WHERE f.tenant_id = r.tenant_id AND f.repository_id = r.id)
@@ -375,6 +376,7 @@ func (tx *Tx) UpdateIndex(ctx context.Context, repoID int64, commit string, chan
 		tenantID, repoID).Scan(&moved, &files); err != nil {
 		return res, err
 	}
+	// The changed paths' stored files and their chunk ids.
 	rows, err := tx.q.Query(ctx, `SELECT f.path, f.id, coalesce(array_agg(c.id ORDER BY c.id) FILTER (WHERE c.id IS NOT NULL), '{}')
 		FROM code_files f LEFT JOIN code_chunks c ON c.tenant_id = f.tenant_id AND c.file_id = f.id
 		WHERE f.tenant_id = $1 AND f.repository_id = $2 AND f.path = ANY($3)
