@@ -35,15 +35,18 @@ func (tx *Tx) ReplaceIndex(ctx context.Context, repoID int64, snap codeindex.Sna
 	defer wrap(&err, "postgres.ReplaceIndex")
 	tenantID := tx.tenantID
 	res := IndexResult{Commit: snap.Commit}
+	// Written whole, in path order: nothing is out of place (migration
+	// 0071). The repository's row is written (and locked) before its
+	// files, as UpdateIndex and ReplaceStoredFile lock them, so that two
+	// writers of one repository wait for each other instead of deadlocking.
+	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now(), code_files_moved = 0 WHERE tenant_id = $1 AND id = $2`,
+		tenantID, repoID, snap.Commit); err != nil {
+		return res, err
+	}
 	if _, err := tx.q.Exec(ctx, `DELETE FROM code_files WHERE tenant_id = $1 AND repository_id = $2`, tenantID, repoID); err != nil {
 		return res, err
 	}
 	if err := tx.insertFiles(ctx, repoID, snap.Commit, snap.Files, &res); err != nil {
-		return res, err
-	}
-	// Written whole, in path order: nothing is out of place (migration 0071).
-	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET indexed_commit = $3, indexed_at = now(), code_files_moved = 0 WHERE tenant_id = $1 AND id = $2`,
-		tenantID, repoID, snap.Commit); err != nil {
 		return res, err
 	}
 	if err := tx.RefreshCodeStats(ctx, false); err != nil {
@@ -367,8 +370,9 @@ func (tx *Tx) UpdateIndex(ctx context.Context, repoID int64, commit string, chan
 		paths[i] = f.Path
 	}
 	// The repository's count of moved files and its number of files; its
-	// row is locked, so that two updates count their moves one after the
-	// other.
+	// row is locked (before its files, as ReplaceIndex and
+	// ReplaceStoredFile lock them), so that two updates count their moves
+	// one after the other.
 	var moved, files int
 	if err := tx.q.QueryRow(ctx, `SELECT r.code_files_moved,
 			(SELECT count(*) FROM code_files f WHERE f.tenant_id = r.tenant_id AND f.repository_id = r.id)

@@ -157,6 +157,16 @@ func (tx *Tx) StoredFiles(ctx context.Context, afterID int64, limit int) (_ []St
 func (tx *Tx) ReplaceStoredFile(ctx context.Context, f StoredFile) (err error) {
 	defer wrap(&err, "postgres.ReplaceStoredFile")
 	tenantID := tx.tenantID
+	if f.Lines != nil {
+		// The file's chunks go to the end of the id order: counted, so
+		// that enough of them have the next push index the repository
+		// whole (migration 0071). The repository's row is locked before
+		// its files, as UpdateIndex locks them.
+		if _, err := tx.q.Exec(ctx, `UPDATE repositories SET code_files_moved = code_files_moved + 1 WHERE tenant_id = $1 AND id = $2`,
+			tenantID, f.RepositoryID); err != nil {
+			return fmt.Errorf("count the moved file %d: %w", f.ID, err)
+		}
+	}
 	// When the chunks are rewritten, the new ones come at the end of the id
 	// order: the file's span of chunk ids is cleared here and starts again
 	// from them (a delete leaves a span as it was, a bound; migration
@@ -182,12 +192,6 @@ func (tx *Tx) ReplaceStoredFile(ctx context.Context, f StoredFile) (err error) {
 		SELECT $1, $2, $3, u.s, u.e, u.c FROM unnest($4::int[], $5::int[], $6::text[]) WITH ORDINALITY AS u(s, e, c, n) ORDER BY u.n`,
 		tenantID, f.RepositoryID, f.ID, starts, ends, contents); err != nil {
 		return fmt.Errorf("insert code_chunks of %d: %w", f.ID, err)
-	}
-	// The file now lies out of path order: counted, so that enough of them
-	// have the next push index the repository whole (migration 0071).
-	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET code_files_moved = code_files_moved + 1 WHERE tenant_id = $1 AND id = $2`,
-		tenantID, f.RepositoryID); err != nil {
-		return fmt.Errorf("count the moved file %d: %w", f.ID, err)
 	}
 	return nil
 }
