@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -312,5 +313,75 @@ func TestCodeFilesMovedFill(t *testing.T) {
 	}
 	if a, b := counts(); a != 6 || b != 0 {
 		t.Errorf("filled by the migration: %d and %d, want 6 (into and out of each moved file) and 0", a, b)
+	}
+}
+
+// TestIndexWritersLockTheRepositoryFirst: every writer of a repository's
+// index locks its row before its files, so that a redaction batch
+// (ReplaceStoredFile, which the worker's advisory lock does not cover) and
+// a whole indexing of the same repository wait for each other instead of
+// deadlocking. The redaction rewrites the last file, the indexing starts
+// and waits, the redaction rewrites the first file and commits, and both
+// succeed. (With the indexing writing the row last, it deleted the first
+// file and waited for the last, the redaction waited for the first, and
+// PostgreSQL aborted one of them.)
+func TestIndexWritersLockTheRepositoryFirst(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	tenant := seedTenant(t, env, "locks")
+	repo := addRepo(t, env, tenant, "locks/api")
+	actor := postgres.Actor{Label: "test"}
+	var files []codeindex.File
+	for i := range 20 {
+		files = append(files, numbered(fmt.Sprintf("src/f%02d.go", i), "word", 30))
+	}
+	snap := codeindex.Snapshot{Commit: strings.Repeat("1", 40), Files: files}
+	if err := env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+		_, err := tx.ReplaceIndex(ctx, repo.ID, snap, actor)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	waiting := func() int {
+		var n int
+		if err := env.Admin.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Error(err)
+		}
+		return n
+	}
+	indexed := make(chan error, 1)
+	err := env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+		stored, err := tx.StoredFiles(ctx, 0, 100)
+		if err != nil {
+			return err
+		}
+		first, last := stored[0], stored[len(stored)-1]
+		last.Lines = append(last.Lines, "// rewritten")
+		if err := tx.ReplaceStoredFile(ctx, last); err != nil {
+			return err
+		}
+		go func() {
+			indexed <- env.App.InTenant(ctx, tenant, func(tx *postgres.Tx) error {
+				_, err := tx.ReplaceIndex(ctx, repo.ID, codeindex.Snapshot{Commit: strings.Repeat("2", 40), Files: files}, actor)
+				return err
+			})
+		}()
+		// Until the indexing waits for a lock this transaction holds.
+		for deadline := time.Now().Add(30 * time.Second); waiting() == 0; {
+			if time.Now().After(deadline) {
+				return errors.New("the indexing never waited for the redaction")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		first.Lines = append(first.Lines, "// rewritten")
+		return tx.ReplaceStoredFile(ctx, first)
+	})
+	if err != nil {
+		t.Fatalf("the redaction: %v", err)
+	}
+	if err := <-indexed; err != nil {
+		t.Fatalf("the indexing: %v", err)
 	}
 }
