@@ -117,21 +117,15 @@ func abs(n int64) int64 {
 func (tx *Tx) insertFiles(ctx context.Context, repoID int64, commit string, files []codeindex.File, res *IndexResult) error {
 	tenantID := tx.tenantID
 	n := len(files)
-	paths, langs, blobs, skips := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
-	sizes := make([]int64, n)
-	counts := make([]int32, n)
+	paths := make([]string, n)
 	for i, f := range files {
-		paths[i], langs[i], blobs[i], sizes[i], counts[i] = f.Path, f.Language, f.BlobSHA, f.Size, int32(len(f.Lines))
-		if f.SkipReason != "" {
-			r := f.SkipReason
-			skips[i] = &r
-			res.Skipped = append(res.Skipped, f)
-		}
+		paths[i] = f.Path
 	}
+	c := columnsOf(files, res)
 	rows, err := tx.q.Query(ctx, `INSERT INTO code_files (tenant_id, repository_id, commit_sha, path, language, size, blob_sha, line_count, skip_reason)
 		SELECT $1, $2, $3, u.path, u.lang, u.size, u.blob, u.lines, u.skip
 		FROM unnest($4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[]) AS u(path, lang, size, blob, lines, skip)
-		RETURNING id, path`, tenantID, repoID, commit, paths, langs, sizes, blobs, counts, skips)
+		RETURNING id, path`, tenantID, repoID, commit, paths, c.langs, c.sizes, c.blobs, c.counts, c.skips)
 	if err != nil {
 		return err
 	}
@@ -169,6 +163,30 @@ func (tx *Tx) insertFiles(ctx context.Context, repoID int64, commit string, file
 		}
 	}
 	return b.flush()
+}
+
+// fileColumns are the columns of code_files rows (but the path) that
+// insertFiles and rewriteInPlace write, as arrays for unnest.
+type fileColumns struct {
+	langs, blobs []string
+	sizes        []int64
+	counts       []int32
+	skips        []*string
+}
+
+// columnsOf is files' columns; the skipped files are added to res.Skipped.
+func columnsOf(files []codeindex.File, res *IndexResult) fileColumns {
+	n := len(files)
+	c := fileColumns{langs: make([]string, n), blobs: make([]string, n), sizes: make([]int64, n), counts: make([]int32, n), skips: make([]*string, n)}
+	for i, f := range files {
+		c.langs[i], c.blobs[i], c.sizes[i], c.counts[i] = f.Language, f.BlobSHA, f.Size, int32(len(f.Lines))
+		if f.SkipReason != "" {
+			r := f.SkipReason
+			c.skips[i] = &r
+			res.Skipped = append(res.Skipped, f)
+		}
+	}
+	return c
 }
 
 // chunkRows gathers chunk rows for statements of at most chunkBatch rows
@@ -480,23 +498,16 @@ func (tx *Tx) rewriteInPlace(ctx context.Context, commit string, files []placedF
 		return nil
 	}
 	tenantID := tx.tenantID
-	n := len(files)
-	ids, langs, blobs, skips := make([]int64, n), make([]string, n), make([]string, n), make([]*string, n)
-	sizes := make([]int64, n)
-	counts := make([]int32, n)
+	ids, plain := make([]int64, len(files)), make([]codeindex.File, len(files))
 	var surplus []int64
 	for i, f := range files {
-		ids[i], langs[i], blobs[i], sizes[i], counts[i] = f.id, f.Language, f.BlobSHA, f.Size, int32(len(f.Lines))
-		if f.SkipReason != "" {
-			r := f.SkipReason
-			skips[i] = &r
-			res.Skipped = append(res.Skipped, f.File)
-		}
+		ids[i], plain[i] = f.id, f.File
 		surplus = append(surplus, f.ids[len(f.chunks):]...)
 	}
+	c := columnsOf(plain, res)
 	if _, err := tx.q.Exec(ctx, `UPDATE code_files f SET commit_sha = $8, language = u.lang, size = u.size, blob_sha = u.blob, line_count = u.lines, skip_reason = u.skip
 		FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::text[]) AS u(id, lang, size, blob, lines, skip)
-		WHERE f.tenant_id = $1 AND f.id = u.id`, tenantID, ids, langs, sizes, blobs, counts, skips, commit); err != nil {
+		WHERE f.tenant_id = $1 AND f.id = u.id`, tenantID, ids, c.langs, c.sizes, c.blobs, c.counts, c.skips, commit); err != nil {
 		return err
 	}
 	if len(surplus) > 0 {

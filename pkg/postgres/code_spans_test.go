@@ -109,15 +109,7 @@ func TestCodeFileSpans(t *testing.T) {
 	}
 	checkSpans(t, env, tenant, nil)
 
-	movedCount := func() int {
-		t.Helper()
-		var n int
-		if err := env.Admin.Pool.QueryRow(ctx, `SELECT coalesce(sum(code_files_moved), 0) FROM repositories WHERE tenant_id = $1`, tenant).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	countedBefore := movedCount()
+	countedBefore := filesMoved(t, env, tenant)
 
 	// The runtime role's own writes: stored files rewritten, a
 	// directory's files deleted with their chunks by a cascade.
@@ -149,7 +141,7 @@ func TestCodeFileSpans(t *testing.T) {
 	checkSpans(t, env, tenant, rewritten)
 	// Each rewritten file now lies out of path order, and is counted
 	// (migration 0071).
-	if got := movedCount() - countedBefore; got != len(rewritten) {
+	if got := filesMoved(t, env, tenant) - countedBefore; got != len(rewritten) {
 		t.Errorf("code_files_moved grew by %d for %d rewritten files", got, len(rewritten))
 	}
 

@@ -24,6 +24,18 @@ func numbered(path, word string, n int) codeindex.File {
 	return file(path, b.String())
 }
 
+// filesMoved is the sum of repositories.code_files_moved over repoIDs
+// (every repository of the tenant when none are given).
+func filesMoved(t *testing.T, env *pgtest.Env, tenant string, repoIDs ...int64) int {
+	t.Helper()
+	var n int
+	if err := env.Admin.Pool.QueryRow(context.Background(), `SELECT coalesce(sum(code_files_moved), 0)::int FROM repositories
+		WHERE tenant_id = $1 AND (coalesce(cardinality($2::bigint[]), 0) = 0 OR id = ANY($2))`, tenant, repoIDs).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // storedChunk is one chunk row as TestUpdateIndexKeepsPathOrder reads it.
 type storedChunk struct {
 	id, file   int64
@@ -88,14 +100,7 @@ func TestUpdateIndexKeepsPathOrder(t *testing.T) {
 		}
 		return out
 	}
-	moved := func() int {
-		t.Helper()
-		var n int
-		if err := env.Admin.Pool.QueryRow(ctx, `SELECT code_files_moved FROM repositories WHERE tenant_id = $1 AND id = $2`, tenant, repo.ID).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	moved := func() int { return filesMoved(t, env, tenant, repo.ID) }
 	ids := func(cs []storedChunk) []int64 {
 		out := make([]int64, len(cs))
 		for i, c := range cs {
@@ -158,18 +163,16 @@ func TestUpdateIndexKeepsPathOrder(t *testing.T) {
 	if _, ok := after["a/two.go"]; ok {
 		t.Error("a/two.go's chunks are still stored")
 	}
-	// Every file at the new commit (the unchanged binary too), every span
-	// a bound of its chunks.
-	var stale, loose int
-	if err := env.Admin.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE f.commit_sha <> $2),
-			count(*) FILTER (WHERE EXISTS (SELECT 1 FROM code_chunks c WHERE c.tenant_id = f.tenant_id AND c.file_id = f.id
-			                               AND (f.chunk_lo IS NULL OR c.id NOT BETWEEN f.chunk_lo AND f.chunk_hi)))
-		FROM code_files f WHERE f.tenant_id = $1`, tenant, c2).Scan(&stale, &loose); err != nil {
+	// Every file at the new commit (the unchanged binary too); every span
+	// a bound of its chunks, the moved files' exactly theirs.
+	var stale int
+	if err := env.Admin.Pool.QueryRow(ctx, `SELECT count(*) FROM code_files WHERE tenant_id = $1 AND commit_sha <> $2`, tenant, c2).Scan(&stale); err != nil {
 		t.Fatal(err)
 	}
-	if stale != 0 || loose != 0 {
-		t.Errorf("%d files not at the new commit, %d spans that miss a chunk", stale, loose)
+	if stale != 0 {
+		t.Errorf("%d files not at the new commit", stale)
 	}
+	checkSpans(t, env, tenant, []int64{a4[0].file, a5[0].file})
 	search := func(pattern, prefix string) []string {
 		t.Helper()
 		cands, err := env.App.Tenant(tenant).SearchCandidates(ctx, []int64{repo.ID}, []string{"%" + pattern + "%"}, "", prefix, 0, 100)
@@ -283,13 +286,7 @@ func TestCodeFilesMovedFill(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := func() (a, b int) {
-		t.Helper()
-		if err := env.Admin.Pool.QueryRow(ctx, `SELECT
-				(SELECT code_files_moved FROM repositories WHERE tenant_id = $1 AND id = $2),
-				(SELECT code_files_moved FROM repositories WHERE tenant_id = $1 AND id = $3)`, tenant, scattered.ID, whole.ID).Scan(&a, &b); err != nil {
-			t.Fatal(err)
-		}
-		return a, b
+		return filesMoved(t, env, tenant, scattered.ID), filesMoved(t, env, tenant, whole.ID)
 	}
 	if a, b := counts(); a != 3 || b != 0 {
 		t.Fatalf("counted by the update: %d and %d, want 3 and 0", a, b)
