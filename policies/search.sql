@@ -874,47 +874,61 @@ BEGIN
                     v_cond := v_cond || ' AND c.content ~ $9 COLLATE "C"';
                 END IF;
             END IF;
-            -- The index is asked with the tenant, or with the one
-            -- repository (migration 0064: its bucket then holds only that
-            -- repository's candidates, not its neighbours', which were
-            -- rechecked before the repository filter could drop them; and
-            -- its posting tree is the repository's, not every chunk of the
-            -- tenant's). A repository id belongs to one tenant, and this
-            -- one is the caller's tenant's: the walk's end (v_end) is read
-            -- by tenant and repository, so another tenant's repository
-            -- never starts a walk. The tenant is checked on the rows too
-            -- (coalesce: no index condition), a second guard.
+            -- A part (a bucket or a sub-bucket) is asked with its own key
+            -- alone: with one repository, that repository too (migration
+            -- 0064: its bucket then holds only that repository's
+            -- candidates, not its neighbours', which were rechecked before
+            -- the repository filter could drop them); never with the
+            -- tenant, nor a sub-bucket with its bucket. Each key the
+            -- index is asked with is one more posting tree to descend and
+            -- decode for every part, and these say nothing a part's ids do
+            -- not: ids are the table's, a tenant's are taken in blocks of
+            -- 8,192 (migration 0070), and a sub-bucket lies in its bucket.
+            -- context.Context's sub-bucket of go/ at full size: the index
+            -- scan 0.79 -> 0.49 ms, the statement 2.8 -> 2.0 ms with its
+            -- planning (docs/benchmarks.md). The tenant is checked on the
+            -- rows instead (coalesce: no index condition), and the ids a
+            -- page takes are the granted repositories' (v_part_ids), which
+            -- are the caller's tenant's: another tenant's chunk in a
+            -- part's ids (where blocks meet) costs a recheck, never a
+            -- result. The rest of the tenant, which has no part, is asked
+            -- with the tenant (v_bucket_sql below) or with the one
+            -- repository.
             -- A part's candidates and the ids of them a page takes (the
             -- bucket query's and the bucket step's walk's alike): the part
             -- condition and the limit are the statement's own.
             v_part_from := 'SELECT c.id, c.repository_id, c.file_id FROM public.code_chunks c WHERE '
-                || CASE WHEN v_own THEN 'c.repository_id = $2[1] AND coalesce(c.tenant_id, $1) = $1' ELSE 'c.tenant_id = $1' END;
+                || CASE WHEN v_own THEN 'c.repository_id = $2[1] AND ' ELSE '' END || 'coalesce(c.tenant_id, $1) = $1';
             v_part_ids := 'SELECT s.id FROM s
                     WHERE s.id > $3 AND s.repository_id = ANY($2)
                       AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM public.code_files f
                            WHERE f.tenant_id = $1 AND f.id = s.file_id AND f.path LIKE $7))
                     ORDER BY s.id LIMIT ';
+            -- $4 and $10 are constants when it is planned (EXECUTE plans
+            -- with its parameters' values), so each OR below folds to the
+            -- one key it asks for: the sub-bucket ($10), else the bucket
+            -- ($4), else (the rest) the tenant.
             v_bucket_sql := format('WITH s AS MATERIALIZED (
-                    %s AND ($4::bigint IS NULL OR (c.id >> 13) = $4)
-                      AND ($10::bigint IS NULL OR (c.id >> 10) = $10) %s)
-                SELECT ARRAY(%s$5)', v_part_from, v_cond, v_part_ids);
+                    %s AND ($4::bigint IS NULL OR $10::bigint IS NOT NULL OR (c.id >> 13) = $4)
+                      AND ($10::bigint IS NULL OR (c.id >> 10) = $10)
+                      AND ($4::bigint IS NOT NULL OR %s) %s)
+                SELECT ARRAY(%s$5)', v_part_from, CASE WHEN v_own THEN 'true' ELSE 'c.tenant_id = $1' END, v_cond, v_part_ids);
             -- The bucket step's: the same query for each part from $4 to
             -- $12 in turn (a recursive walk, one part a level, each
             -- part's ids sorted; the parts are ranges of ids in order),
             -- asked for what the page still needs, while the parts so far
             -- found fewer than $14 ids: the parts after the one that
             -- reaches it are never asked. $13 is 0 for buckets, 3 for
-            -- sub-buckets (the bucket is then the sub-bucket's >> 3); a
-            -- constant when the statement is planned, so the sub-bucket is
-            -- an index condition only where one is asked. It returns the
-            -- last part asked and the ids found.
+            -- sub-buckets; a constant when the statement is planned, so
+            -- the index is asked with the one key of the part's kind. It
+            -- returns the last part asked and the ids found.
             v_steps_sql := format('WITH RECURSIVE w(k, n, ids) AS (
                     SELECT $4::bigint - 1, 0, ''{}''::bigint[]
                   UNION ALL
                     SELECT w.k + 1, w.n + cardinality(x.ids), x.ids FROM w
                     CROSS JOIN LATERAL (SELECT ARRAY(
                         WITH s AS MATERIALIZED (
-                            %s AND (c.id >> 13) = ((w.k + 1) >> $13)
+                            %s AND ($13 <> 0 OR (c.id >> 13) = w.k + 1)
                               AND ($13 = 0 OR (c.id >> 10) = w.k + 1) %s)
                         %s$5 - w.n) AS ids OFFSET 0) x
                     WHERE w.k < $12 AND w.n < $14)

@@ -580,6 +580,44 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 			}
 		}
 	}
+	// Alpha's and bravo's chunks side by side in one bucket and its
+	// sub-buckets (one session takes one block of ids, migration 0070;
+	// blocks of two tenants meet inside a bucket the same way): a part
+	// is asked with its own key, not the tenant's, so the tenant checked
+	// on its rows is what keeps bravo's out when bravo's repository ids
+	// are passed too (fails with that check removed).
+	var shared [2]int
+	if err := pgx.BeginFunc(ctx, env.Admin.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence('code_chunks', 'id'), ((`+chunkIDsHigh+` + 1) / $1 + 1) * $1)`, spanBucket); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO code_chunks (tenant_id, repository_id, file_id, start_line, end_line, content)
+			SELECT c.tenant_id, c.repository_id, c.file_id, c.start_line + 1000, c.end_line + 1000, c.content || E'\nshared_marker()'
+			FROM (SELECT c.*, row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.id) AS n FROM code_chunks c
+			      WHERE c.repository_id IN ($1, $2)) c
+			ORDER BY c.n, c.tenant_id = $3`, aRepos[0], bRepos[0], a)
+		shared[0] = int(tag.RowsAffected())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Admin.Pool.QueryRow(ctx, `SELECT count(*) FROM code_chunks WHERE repository_id = $1 AND content LIKE '%shared_marker%'`, aRepos[0]).Scan(&shared[1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{1, 7, 5000} {
+		cands, err := env.App.Tenant(a).SearchCandidates(ctx, append(slices.Clone(aRepos), bRepos...), []string{`%shared\_marker%`}, "", "", 0, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cands {
+			if !slices.Contains(aRepos, c.RepositoryID) {
+				t.Errorf("tenant alpha, a bucket shared with bravo, limit %d: candidate %d of repository %d", limit, c.ChunkID, c.RepositoryID)
+			}
+		}
+		if want := min(limit, shared[1]); len(cands) != want {
+			t.Errorf("tenant alpha, a bucket shared with bravo, limit %d: %d candidates, want %d (of %d chunks written)", limit, len(cands), want, shared[0])
+		}
+	}
 	// Alpha's own repositories among the others': only alpha's chunks,
 	// under a path prefix too (its files' spans, migration 0066, are read
 	// by tenant).
@@ -645,13 +683,15 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	conn, plans := explainConn(t, env)
 	q := `SELECT chunk_id FROM search_code_candidates($1, $2, $3, 0, 32, $4)`
 	const (
-		bucket       = "(id >> 13) = "                   // the span index restricted to one bucket
-		whole        = "::uuid) AND (content ~~* '%"     // the span index over the tenant's rest
-		wholeRegex   = "::uuid) AND (content ~ '"        // the same, for a regex with no literal (its ARE alone)
-		repoKey      = "AND (repository_id = '"          // the span index asked with one repository
-		tenantBucket = "::uuid) AND ((id >> 13) = "      // ... and with the tenant
-		tenantOnRows = "(COALESCE(tenant_id, '"          // the tenant checked on the rows only
-		repoRest     = "Index Cond: ((repository_id = '" // the span index over one repository's rest
+		bucket        = "(id >> 13) = "                   // the span index restricted to one bucket
+		whole         = "::uuid) AND (content ~~* '%"     // the span index over the tenant's rest
+		wholeRegex    = "::uuid) AND (content ~ '"        // the same, for a regex with no literal (its ARE alone)
+		repoKey       = "AND (repository_id = '"          // the span index asked with one repository
+		tenantBucket  = "::uuid) AND ((id >> 13) = "      // ... and with the tenant (a part no longer is)
+		bucketOnly    = "Index Cond: (((id >> 13) = "     // ... with the bucket's key first, no tenant's
+		subBucketOnly = "Index Cond: (((id >> 10) = "     // a sub-bucket, with its key first, no bucket's or tenant's
+		tenantOnRows  = "(COALESCE(tenant_id, '"          // the tenant checked on the rows only
+		repoRest      = "Index Cond: ((repository_id = '" // the span index over one repository's rest
 	)
 	rare := []string{`%needle\_rare%`}
 	for _, tc := range []struct {
@@ -668,7 +708,9 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	}{
 		{"common literal, one repository: windows", tenant, repos[2:3], []string{"%common%"}, "", "", []string{"code_chunks_tenant_repo_id"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm", "code_trigram_stats"}},
 		{"common literal, many repositories: id-range windows", many, manyRepos, []string{"%common%"}, "", "", []string{"code_chunks_pkey"}, []string{"Seq Scan on code_chunks", "code_chunks_tenant_span_trgm", "code_trigram_stats"}},
-		{"rare literal: buckets", tenant, repos[:3], rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket, tenantBucket}, []string{"Seq Scan on code_chunks", whole, repoKey}},
+		// A bucket is asked with its key alone, the tenant checked on the
+		// rows (fails with the tenant's key back).
+		{"rare literal: buckets", tenant, repos[:3], rare, "", "", []string{"code_chunks_tenant_span_trgm", bucketOnly, tenantOnRows}, []string{"Seq Scan on code_chunks", whole, repoKey, tenantBucket}},
 		{"rare literal, twelve repositories: buckets", tenant, repos, rare, "", "", []string{"code_chunks_tenant_span_trgm", bucket}, []string{"Seq Scan on code_chunks", whole}},
 		// One repository: the index is asked with its key, not the
 		// tenant's (the bucket holds only its candidates).
@@ -935,7 +977,9 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		// (The rows' fetch by primary key at the end may be a sequential
 		// scan of this database's 4,000 chunks, the planner's choice;
 		// the search's steps are what is asserted.)
-		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", bucket}, []string{whole})
+		// The page's predicted end lies in the first sub-bucket, which is
+		// asked with its own key and the repository's, not its bucket's.
+		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", subBucketOnly}, []string{whole, bucket})
 	})
 }
 
@@ -952,6 +996,9 @@ var (
 	stepRows      = regexp.MustCompile(`Recursive Union .*\(actual rows=(\d+) loops=1\)`)
 	stepBucket    = regexp.MustCompile(`Index Cond: .*\(\(c\.id >> 13\) = '(\d+)'::bigint\)`)
 	stepSubBucket = regexp.MustCompile(`Index Cond: .*\(\(c\.id >> 10\) = '(\d+)'::bigint\)`)
+	// A part's index condition that names the tenant (a part's ids say
+	// which rows; the tenant is checked on them).
+	partTenantKey = regexp.MustCompile(`Index Cond: \(\(c\.tenant_id = .*\(c\.id >> 1[03]\)`)
 )
 
 // stepsAsked lists the bucket steps of plan (auto_explain with
@@ -964,14 +1011,19 @@ func stepsAsked(t *testing.T, plan string) []stepAsked {
 	var out []stepAsked
 	for _, stmt := range strings.Split(plan, "Query Text: ")[1:] {
 		if strings.HasPrefix(stmt, "WITH s AS MATERIALIZED (") {
-			if b := stepBucket.FindStringSubmatch(stmt); b != nil {
+			b, sb := stepBucket.FindStringSubmatch(stmt), stepSubBucket.FindStringSubmatch(stmt)
+			switch {
+			case b != nil && sb != nil:
+				t.Errorf("a sub-bucket is asked with its bucket's key too:\n%s", stmt)
+			case sb != nil:
+				k, _ := strconv.ParseInt(sb[1], 10, 64)
+				out = append(out, stepAsked{first: k, last: k, sub: true})
+			case b != nil:
 				k, _ := strconv.ParseInt(b[1], 10, 64)
-				st := stepAsked{first: k, last: k}
-				if sb := stepSubBucket.FindStringSubmatch(stmt); sb != nil {
-					k, _ = strconv.ParseInt(sb[1], 10, 64)
-					st = stepAsked{first: k, last: k, sub: true}
-				}
-				out = append(out, st)
+				out = append(out, stepAsked{first: k, last: k})
+			}
+			if (b != nil || sb != nil) && partTenantKey.MatchString(stmt) {
+				t.Errorf("a part is asked with the tenant's key:\n%s", stmt)
 			}
 			continue
 		}
@@ -989,7 +1041,11 @@ func stepsAsked(t *testing.T, plan string) []stepAsked {
 		}
 		k, _ := strconv.ParseInt(start[1], 10, 64)
 		n, _ := strconv.ParseInt(rows[1], 10, 64)
-		out = append(out, stepAsked{first: k + 1, last: k + n - 1, sub: strings.Contains(stmt, "((c.id >> 10) = (")})
+		sub := strings.Contains(stmt, "((c.id >> 10) = (")
+		if partTenantKey.MatchString(stmt) || sub && strings.Contains(stmt, "((c.id >> 13) = (") {
+			t.Errorf("a walk's part is asked with the tenant's key or its bucket's as well as its own:\n%s", stmt)
+		}
+		out = append(out, stepAsked{first: k + 1, last: k + n - 1, sub: sub})
 	}
 	return out
 }
