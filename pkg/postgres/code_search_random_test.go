@@ -626,9 +626,9 @@ func (ph *phaseCounter) count(t *testing.T, tenant string, rq randomQuery, after
 			phases["window per repository"] = true
 		case strings.HasPrefix(stmt, "WITH w AS MATERIALIZED"):
 			phases["window of an id range"] = true
-		case strings.HasPrefix(stmt, "WITH RECURSIVE w(k, n, ids)") && strings.Contains(stmt, "id >> 10) = ("):
+		case strings.HasPrefix(stmt, "WITH RECURSIVE w(i, n, ids)") && strings.Contains(stmt, "id >> 10) = ("):
 			phases["walk of sub-buckets"] = true
-		case strings.HasPrefix(stmt, "WITH RECURSIVE w(k, n, ids)"):
+		case strings.HasPrefix(stmt, "WITH RECURSIVE w(i, n, ids)"):
 			phases["walk of buckets"] = true
 		case strings.HasPrefix(stmt, "WITH s AS MATERIALIZED") && strings.Contains(stmt, "id >> 10) = '"):
 			phases["sub-bucket"] = true
@@ -637,7 +637,7 @@ func (ph *phaseCounter) count(t *testing.T, tenant string, rq randomQuery, after
 		case strings.HasPrefix(stmt, "WITH s AS MATERIALIZED"):
 			phases["rest at once"] = true
 		}
-		if strings.HasPrefix(stmt, "WITH s AS MATERIALIZED") || strings.HasPrefix(stmt, "WITH RECURSIVE w(k, n, ids)") {
+		if strings.HasPrefix(stmt, "WITH s AS MATERIALIZED") || strings.HasPrefix(stmt, "WITH RECURSIVE w(i, n, ids)") {
 			if strings.Contains(stmt, "c.repository_id = $2[1]") {
 				phases["own key"] = true
 			}

@@ -865,15 +865,7 @@ func TestSearchCandidatesPlans(t *testing.T) {
 	t.Run("dense clustered matches", func(t *testing.T) {
 		cenv := pgtest.New(t)
 		cluster, clusterRepos, clusterStart := seedCodeCluster(t, cenv)
-		cconn, cplans := explainConn(t, cenv)
-		// Verbose plans with row counts show the parts a step asked for
-		// (stepsAsked); the settings are the administrator's.
-		for _, q := range []string{"RESET ROLE", "SET auto_explain.log_verbose = on", "SET auto_explain.log_analyze = on",
-			"SET auto_explain.log_timing = off", "SET ROLE " + pgx.Identifier{cenv.Roles.App}.Sanitize()} {
-			if _, err := cconn.Exec(context.Background(), q); err != nil {
-				t.Fatal(err)
-			}
-		}
+		cconn, cplans := stepsExplainConn(t, cenv)
 		fifth := clusterStart + 4*spanBucket
 		for _, tc := range []struct {
 			name  string
@@ -981,6 +973,52 @@ func TestSearchCandidatesPlans(t *testing.T) {
 		// asked with its own key and the repository's, not its bucket's.
 		assertPlan(t, all, []string{"code_chunks_tenant_span_trgm", subBucketOnly}, []string{whole, bucket})
 	})
+	// A sparse literal under a prefix whose chunks are four runs of ids
+	// (one per repository, a bucket apart), with no prediction of the
+	// page's end (no match yet): one walk asks the sub-buckets of every
+	// run left, not a step per run (fails with the walk kept in the
+	// run). The candidates are the reference's, at every page size.
+	t.Run("sparse literal under a prefix of several runs: one walk across them", func(t *testing.T) {
+		env := pgtest.New(t)
+		runs, runsRepos := seedCodeSpread(t, env, "runs", 4, 600, 1)
+		forgeCodeStats(t, env, runs, everyChunk(100000, "nee", "eed", "edl", "dle", "rar", "are"))
+		conn, plans := stepsExplainConn(t, env)
+		all := planOf(t, conn, plans, runs, `SELECT chunk_id FROM search_code_candidates($1, $2, 'src/', 0, 32)`, runsRepos, rare)
+		if os.Getenv("SHOW_PLANS") != "" {
+			t.Log(all)
+		}
+		var los, his []int64
+		if err := env.Admin.Pool.QueryRow(context.Background(), `SELECT array_agg(lo ORDER BY lo), array_agg(hi ORDER BY lo) FROM (
+			SELECT min(chunk_lo) AS lo, max(chunk_hi) AS hi FROM code_files WHERE tenant_id = $1 GROUP BY repository_id) r`, runs).Scan(&los, &his); err != nil {
+			t.Fatal(err)
+		}
+		spans := [][2]int64{}
+		for i := range los {
+			spans = append(spans, [2]int64{los[i], his[i]})
+		}
+		runOf := func(sub int64) int {
+			return slices.IndexFunc(spans, func(r [2]int64) bool { return r[0]/spanSub <= sub && sub <= r[1]/spanSub })
+		}
+		if !slices.ContainsFunc(stepsAsked(t, all), func(st stepAsked) bool { return st.sub && runOf(st.last) > runOf(st.first) }) {
+			t.Errorf("no walk of sub-buckets goes on into the next run; runs %v, steps %+v", spans, stepsAsked(t, all))
+		}
+		checkCandidates(t, env, runs, []repoSet{{"four repositories", runsRepos}}, [][]string{{"needle_rare"}, {"common"}}, []string{"src/", "src/dir1/"}, []int{1, 7, 32, 200})
+	})
+}
+
+// stepsExplainConn is explainConn with verbose plans and row counts, which
+// show the parts a step asked for (stepsAsked); the settings are the
+// administrator's.
+func stepsExplainConn(t *testing.T, env *pgtest.Env) (*pgx.Conn, *[]string) {
+	t.Helper()
+	conn, plans := explainConn(t, env)
+	for _, q := range []string{"RESET ROLE", "SET auto_explain.log_verbose = on", "SET auto_explain.log_analyze = on",
+		"SET auto_explain.log_timing = off", "SET ROLE " + pgx.Identifier{env.Roles.App}.Sanitize()} {
+		if _, err := conn.Exec(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return conn, plans
 }
 
 // stepAsked is one bucket step of search_code_candidates as a verbose,
@@ -992,7 +1030,8 @@ type stepAsked struct {
 }
 
 var (
-	stepStart     = regexp.MustCompile(`Output: '(-?\d+)'::bigint, 0, '\{\}'::bigint\[\]`)
+	stepStart     = regexp.MustCompile(`Output: 0, 0, '\{\}'::bigint\[\]`)
+	stepParts     = regexp.MustCompile(`Index Cond: .*\(\(c\.id >> 1[03]\) = \('\{([\d,]+)\}'::bigint\[\]\)\[`)
 	stepRows      = regexp.MustCompile(`Recursive Union .*\(actual rows=(\d+) loops=1\)`)
 	stepBucket    = regexp.MustCompile(`Index Cond: .*\(\(c\.id >> 13\) = '(\d+)'::bigint\)`)
 	stepSubBucket = regexp.MustCompile(`Index Cond: .*\(\(c\.id >> 10\) = '(\d+)'::bigint\)`)
@@ -1002,10 +1041,10 @@ var (
 )
 
 // stepsAsked lists the bucket steps of plan (auto_explain with
-// log_verbose and log_analyze): a step of one part asks its bucket (and
-// sub-bucket) as constants; a step of several parts is a recursive walk
-// that starts one part before its first (its seed row's k) and takes one
-// row per part asked.
+// log_verbose and log_analyze): a step of one part asks its bucket or
+// sub-bucket as a constant; a step of several parts is a recursive walk
+// over an array of parts (a constant of its index condition) from a seed
+// row, one row per part asked.
 func stepsAsked(t *testing.T, plan string) []stepAsked {
 	t.Helper()
 	var out []stepAsked
@@ -1027,25 +1066,32 @@ func stepsAsked(t *testing.T, plan string) []stepAsked {
 			}
 			continue
 		}
-		if !strings.HasPrefix(stmt, "WITH RECURSIVE w(k, n, ids)") {
+		if !strings.HasPrefix(stmt, "WITH RECURSIVE w(i, n, ids)") {
 			continue
 		}
-		start, rows := stepStart.FindStringSubmatch(stmt), stepRows.FindStringSubmatch(stmt)
-		if start == nil || rows == nil {
-			t.Fatalf("a bucket step without its seed or its row count:\n%s", stmt)
+		start, rows, parts := stepStart.FindStringSubmatch(stmt), stepRows.FindStringSubmatch(stmt), stepParts.FindStringSubmatch(stmt)
+		if start == nil || rows == nil || parts == nil {
+			t.Fatalf("a bucket step without its seed, its row count or its parts:\n%s", stmt)
 		}
 		// Each part is asked through the span index (as the runtime
 		// role: the walk's parts are its parameters, not constants).
 		if !strings.Contains(stmt, "Bitmap Index Scan on code_chunks_tenant_span_trgm") || strings.Contains(stmt, "Seq Scan on public.code_chunks") {
 			t.Errorf("a bucket step of several parts does not ask the span index:\n%s", stmt)
 		}
-		k, _ := strconv.ParseInt(start[1], 10, 64)
-		n, _ := strconv.ParseInt(rows[1], 10, 64)
+		var ks []int64
+		for _, p := range strings.Split(parts[1], ",") {
+			k, _ := strconv.ParseInt(p, 10, 64)
+			ks = append(ks, k)
+		}
+		n, _ := strconv.Atoi(rows[1])
+		if n < 2 || n-1 > len(ks) || !slices.IsSorted(ks) {
+			t.Fatalf("a bucket step of %d rows over parts %v:\n%s", n, ks, stmt)
+		}
 		sub := strings.Contains(stmt, "((c.id >> 10) = (")
 		if partTenantKey.MatchString(stmt) || sub && strings.Contains(stmt, "((c.id >> 13) = (") {
 			t.Errorf("a walk's part is asked with the tenant's key or its bucket's as well as its own:\n%s", stmt)
 		}
-		out = append(out, stepAsked{first: k + 1, last: k + n - 1, sub: sub})
+		out = append(out, stepAsked{first: ks[0], last: ks[n-2], sub: sub})
 	}
 	return out
 }
