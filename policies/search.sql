@@ -758,7 +758,8 @@ BEGIN
             -- (one probe for one that is not granted): after each part the
             -- loop skips to the next chunk of one of them (above), past
             -- other repositories' chunks, whose candidates a walk would
-            -- recheck for nothing (the index is asked with the tenant).
+            -- recheck for nothing (a part is asked for every
+            -- repository's chunks in it).
             -- One repository is asked with its own key, and many are
             -- walked bucket by bucket anyway.
             v_walk := v_no_rest OR NOT coalesce(v_left > CASE WHEN v_own THEN 1 ELSE 8 END, true);
@@ -910,9 +911,10 @@ BEGIN
             -- decode for every part, and these say nothing a part's ids do
             -- not: ids are the table's, a tenant's are taken in blocks of
             -- 8,192 (migration 0070), and a sub-bucket lies in its bucket.
-            -- context.Context's sub-bucket of go/ at full size: the index
-            -- scan 0.79 -> 0.49 ms, the statement 2.8 -> 2.0 ms with its
-            -- planning (docs/benchmarks.md). The tenant is checked on the
+            -- context.Context's sub-bucket of go/ at full size: its index
+            -- scan 0.79 -> 0.49 ms; a sub-bucket's statement, planning
+            -- included, 10-40 % less, a bucket's 5-10 %
+            -- (scripts/bench-part-keys.sql). The tenant is checked on the
             -- rows instead (coalesce: no index condition), and the ids a
             -- page takes are the granted repositories' (v_part_ids), which
             -- are the caller's tenant's: another tenant's chunk in a
