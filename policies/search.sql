@@ -913,7 +913,7 @@ BEGIN
             -- 8,192 (migration 0070), and a sub-bucket lies in its bucket.
             -- context.Context's sub-bucket of go/ at full size: its index
             -- scan 0.79 -> 0.49 ms; a sub-bucket's statement, planning
-            -- included, 10-40 % less, a bucket's 5-10 %
+            -- included, up to 40 % less, a bucket's 0-10 %
             -- (scripts/bench-part-keys.sql). The tenant is checked on the
             -- rows instead (coalesce: no index condition), and the ids a
             -- page takes are the granted repositories' (v_part_ids), which
