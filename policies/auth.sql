@@ -179,6 +179,23 @@ ALTER FUNCTION tenants_with_installation() OWNER TO {{auth}};
 REVOKE ALL ON FUNCTION tenants_with_installation() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION tenants_with_installation() TO {{app}};
 
+-- Purpose worker.secret_rescan: the periodic job enqueues one rescan per
+-- tenant that learned a secret since its stored text was last rescanned
+-- (migration 0072). Returns only tenant ids, oldest request first.
+GRANT SELECT (tenant_id, requested_at) ON secret_rescans TO {{auth}};
+DROP POLICY IF EXISTS worker_secret_rescan_read ON secret_rescans;
+CREATE POLICY worker_secret_rescan_read ON secret_rescans FOR SELECT TO {{auth}} USING (true);
+CREATE OR REPLACE FUNCTION tenants_with_secret_rescans()
+RETURNS SETOF uuid
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public, pg_temp
+AS $$
+    SELECT tenant_id FROM public.secret_rescans ORDER BY requested_at, tenant_id
+$$;
+ALTER FUNCTION tenants_with_secret_rescans() OWNER TO {{auth}};
+REVOKE ALL ON FUNCTION tenants_with_secret_rescans() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION tenants_with_secret_rescans() TO {{app}};
+
 -- Purpose auth.maintenance: the API deletes sign-in states that expired, in
 -- every tenant, on a schedule (unauthenticated GET /t/{slug}/login creates
 -- them). {{auth}} may delete only rows that have expired: the policy, not

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/ingest"
 )
 
 // cmdRedact: cltctl redact [--tenant SLUG]
@@ -14,6 +15,9 @@ import (
 // one tenant or, by default, of every tenant. Rows stored before redaction
 // at ingestion existed (or before a new rule) are rewritten; clean rows
 // are left alone, so it is safe to run again. Run it once after upgrading.
+// Then it redacts the tenant's known secrets' bare values from every stored
+// text, the pull requests' overlays included, as the worker's rescan does
+// after a secret is learned (pkg/ingest RedactKnown).
 func cmdRedact(e *env, args []string) error {
 	fs := e.flags("redact")
 	slug := fs.String("tenant", "", "tenant slug (default: every tenant)")
@@ -41,18 +45,31 @@ func cmdRedact(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		tables := make([]string, 0, len(st.Scanned))
-		for t := range st.Scanned {
-			tables = append(tables, t)
+		total += e.printRedacted("tenant "+tid+":", st)
+		known, err := e.ingest.RedactKnown(e.ctx, db, tid, true)
+		if err != nil {
+			return err
 		}
-		sort.Strings(tables)
-		fmt.Fprintf(e.stdout, "tenant %s:", tid)
-		for _, t := range tables {
-			fmt.Fprintf(e.stdout, " %s %d/%d", t, st.Changed[t], st.Scanned[t])
-			total += st.Changed[t]
-		}
-		fmt.Fprintln(e.stdout)
+		total += e.printRedacted("tenant "+tid+", known secrets:", known.RedactStats)
 	}
 	fmt.Fprintf(e.stdout, "redacted %d rows in %d tenants (rewritten/scanned per table above)\n", total, len(tids))
 	return nil
+}
+
+// printRedacted prints a line of rewritten/scanned rows per table and
+// returns the rows rewritten.
+func (e *env) printRedacted(label string, st ingest.RedactStats) int {
+	tables := make([]string, 0, len(st.Scanned))
+	for t := range st.Scanned {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
+	fmt.Fprint(e.stdout, label)
+	n := 0
+	for _, t := range tables {
+		fmt.Fprintf(e.stdout, " %s %d/%d", t, st.Changed[t], st.Scanned[t])
+		n += st.Changed[t]
+	}
+	fmt.Fprintln(e.stdout)
+	return n
 }

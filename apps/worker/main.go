@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		every, members = 0, 0
 	}
 	w, err := jobs.NewWorker(&jobs.Deps{DB: db, GitHub: app, Logger: logger, SyncEvery: every, MembershipEvery: members,
-		Ingest: ingest.New(secretscan.New())}, n)
+		SecretRescanEvery: cfg.SecretRescanInterval, Ingest: ingest.New(secretscan.New())}, n)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	fmt.Fprintf(stdout, "worker started (%d concurrent jobs)\n", n)
-	logger.Info("worker started", "concurrency", n, "sync_interval", every.String(), "membership_refresh_interval", members.String())
+	logger.Info("worker started", "concurrency", n, "sync_interval", every.String(), "membership_refresh_interval", members.String(),
+		"secret_rescan_interval", cfg.SecretRescanInterval.String())
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -16,7 +16,7 @@ import (
 var storeFuncs = map[string]bool{
 	"ReplaceIndex": true, "ImportReview": true, "UpsertRule": true, "AddRepository": true,
 	"UpsertGitHubRepository": true, "UpdateStoredRow": true, "ReplaceStoredFile": true,
-	"ReplacePullIndex": true, "UpdateIndex": true,
+	"ReplacePullIndex": true, "UpdateIndex": true, "RewriteStoredText": true,
 }
 
 // TestOnlyIngestWritesAgentText enforces the single ingestion path: no

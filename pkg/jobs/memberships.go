@@ -114,15 +114,5 @@ type membershipAllWorker struct {
 }
 
 func (w *membershipAllWorker) Work(ctx context.Context, job *river.Job[RefreshAllMembershipsArgs]) error {
-	tenants, err := w.d.DB.TenantsWithInstallation(ctx)
-	if err != nil {
-		return err
-	}
-	client := postgres.RiverClientFromContext(ctx)
-	for _, tid := range tenants {
-		if _, err := client.Insert(ctx, RefreshMembershipsArgs{TenantID: tid}, nil); err != nil {
-			return err
-		}
-	}
-	return nil
+	return enqueueEach(ctx, w.d.DB.TenantsWithInstallation, func(tid string) river.JobArgs { return RefreshMembershipsArgs{TenantID: tid} })
 }

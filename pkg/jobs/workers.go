@@ -31,6 +31,10 @@ type Deps struct {
 	// MembershipEvery schedules a membership refresh of every tenant
 	// (0: never; memberships are then refreshed at sign-in only).
 	MembershipEvery time.Duration
+	// SecretRescanEvery schedules the rescan of every tenant that learned a
+	// secret since its stored text was last rescanned (0:
+	// DefaultSecretRescanEvery; it cannot be switched off).
+	SecretRescanEvery time.Duration
 	// Now is the clock of the membership caches; nil is time.Now.
 	Now func() time.Time
 	// Ingest prepares everything the sync stores (required).
@@ -54,7 +58,14 @@ func NewWorker(d *Deps, n int) (*Client, error) {
 	river.AddWorker(workers, &syncAllWorker{d: d})
 	river.AddWorker(workers, &membershipWorker{d: d})
 	river.AddWorker(workers, &membershipAllWorker{d: d})
-	var periodic []*river.PeriodicJob
+	river.AddWorker(workers, &rescanWorker{d: d})
+	river.AddWorker(workers, &rescanAllWorker{d: d})
+	if d.SecretRescanEvery <= 0 {
+		d.SecretRescanEvery = DefaultSecretRescanEvery
+	}
+	periodic := []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(d.SecretRescanEvery),
+		func() (river.JobArgs, *river.InsertOpts) { return RescanAllSecretsArgs{}, nil },
+		&river.PeriodicJobOpts{ID: "secrets.rescan_all", RunOnStart: true})}
 	if d.SyncEvery > 0 {
 		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(d.SyncEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return SyncAllArgs{}, nil }, &river.PeriodicJobOpts{ID: "github.sync_all"}))
@@ -179,13 +190,19 @@ type syncAllWorker struct {
 }
 
 func (w *syncAllWorker) Work(ctx context.Context, job *river.Job[SyncAllArgs]) error {
-	tenants, err := w.d.DB.TenantsWithInstallation(ctx)
+	return enqueueEach(ctx, w.d.DB.TenantsWithInstallation, func(tid string) river.JobArgs { return SyncInstallationArgs{TenantID: tid} })
+}
+
+// enqueueEach is the work of a periodic job that fans out: one job, args of
+// the tenant, for each tenant that list returns.
+func enqueueEach(ctx context.Context, list func(context.Context) ([]string, error), args func(tid string) river.JobArgs) error {
+	tenants, err := list(ctx)
 	if err != nil {
 		return err
 	}
 	client := postgres.RiverClientFromContext(ctx)
 	for _, tid := range tenants {
-		if _, err := client.Insert(ctx, SyncInstallationArgs{TenantID: tid}, nil); err != nil {
+		if _, err := client.Insert(ctx, args(tid), nil); err != nil {
 			return err
 		}
 	}

@@ -77,24 +77,108 @@ func (tx *Tx) StoredRows(ctx context.Context, t StoredTable, afterID int64, limi
 	return out, nil
 }
 
-// UpdateStoredRow writes a row's rewritten text.
-func (tx *Tx) UpdateStoredRow(ctx context.Context, t StoredTable, row StoredRow) (err error) {
+// UpdateStoredRow writes a row's rewritten text, clean, if the row still
+// holds old's text (it reports whether it did). A row that another
+// transaction changed since old was read is left as that transaction
+// wrote it: written by ingestion, it was redacted with the secrets known
+// then.
+func (tx *Tx) UpdateStoredRow(ctx context.Context, t StoredTable, old, clean StoredRow) (_ bool, err error) {
 	defer wrap(&err, "postgres.UpdateStoredRow")
 	tenantID := tx.tenantID
 	sets := make([]string, 0, len(t.Columns)+1)
-	args := []any{tenantID, row.ID}
+	conds := make([]string, 0, len(t.Columns)+1)
+	args := []any{tenantID, clean.ID}
 	for i, c := range t.Columns {
-		args = append(args, row.Texts[i])
-		sets = append(sets, fmt.Sprintf("%s = $%d", c, len(args)))
+		args = append(args, clean.Texts[i], old.Texts[i])
+		sets = append(sets, fmt.Sprintf("%s = $%d", c, len(args)-1))
+		conds = append(conds, fmt.Sprintf("%s IS NOT DISTINCT FROM $%d", c, len(args)))
 	}
 	if t.Globs != "" {
-		args = append(args, row.Globs)
-		sets = append(sets, fmt.Sprintf("%s = $%d", t.Globs, len(args)))
+		args = append(args, clean.Globs, old.Globs)
+		sets = append(sets, fmt.Sprintf("%s = $%d", t.Globs, len(args)-1))
+		conds = append(conds, fmt.Sprintf("%s IS NOT DISTINCT FROM $%d", t.Globs, len(args)))
 	}
-	if _, err := tx.q.Exec(ctx, fmt.Sprintf(`UPDATE %s SET %s WHERE tenant_id = $1 AND id = $2`, t.Name, strings.Join(sets, ", ")), args...); err != nil {
-		return fmt.Errorf("update %s %d: %w", t.Name, row.ID, err)
+	tag, err := tx.q.Exec(ctx, fmt.Sprintf(`UPDATE %s SET %s WHERE tenant_id = $1 AND id = $2 AND %s`,
+		t.Name, strings.Join(sets, ", "), strings.Join(conds, " AND ")), args...)
+	if err != nil {
+		return false, fmt.Errorf("update %s %d: %w", t.Name, clean.ID, err)
 	}
-	return nil
+	return tag.RowsAffected() == 1, nil
+}
+
+// StoredColumn is a text column of the code index or of the pull-request
+// overlays, which a rescan for known secrets (pkg/ingest RedactKnown)
+// rewrites in place, row by row: a known secret's bare value never spans a
+// line, so redacting one chunk alone gives the same text as redacting its
+// whole file, and no chunk moves. Path says the column is a file's path,
+// unique within its repository (and pull request).
+type StoredColumn struct {
+	Table, Column string
+	Path          bool
+}
+
+// StoredColumns are the columns of the code index and the overlays.
+var StoredColumns = []StoredColumn{
+	{Table: "code_files", Column: "path", Path: true},
+	{Table: "code_chunks", Column: "content"},
+	{Table: "pull_code_files", Column: "path", Path: true},
+	{Table: "pull_code_chunks", Column: "content"},
+}
+
+// StoredText is one row's text of a StoredColumn.
+type StoredText struct {
+	ID   int64
+	Text string
+}
+
+// StoredTexts reads up to limit rows' text of c after id afterID, in id
+// order.
+func (tx *Tx) StoredTexts(ctx context.Context, c StoredColumn, afterID int64, limit int) (_ []StoredText, err error) {
+	defer wrap(&err, "postgres.StoredTexts")
+	// Table and column names come from StoredColumns, never from input.
+	rows, err := tx.q.Query(ctx, fmt.Sprintf(`SELECT id, %s FROM %s WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`, c.Column, c.Table),
+		tx.tenantID, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", c.Table, err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (StoredText, error) {
+		var t StoredText
+		return t, r.Scan(&t.ID, &t.Text)
+	})
+}
+
+// RewriteStoredText sets row id's text of c to text if it still holds old
+// (it reports whether it did; see UpdateStoredRow). A path that another
+// file of the same repository (and pull request) already has gets a ~2,
+// ~3… suffix, as ingestion gives two paths that differ only in a secret.
+func (tx *Tx) RewriteStoredText(ctx context.Context, c StoredColumn, id int64, old, text string) (_ bool, err error) {
+	defer wrap(&err, "postgres.RewriteStoredText")
+	tenantID := tx.tenantID
+	if c.Path {
+		same := "o.repository_id = f.repository_id"
+		if c.Table == "pull_code_files" {
+			same += " AND o.number = f.number"
+		}
+		base := text
+		for k := 2; ; k++ {
+			var taken bool
+			if err := tx.q.QueryRow(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %[1]s f JOIN %[1]s o ON o.tenant_id = f.tenant_id AND %[2]s
+					WHERE f.tenant_id = $1 AND f.id = $2 AND o.path = $3 AND o.id <> f.id)`, c.Table, same),
+				tenantID, id, text).Scan(&taken); err != nil {
+				return false, err
+			}
+			if !taken {
+				break
+			}
+			text = fmt.Sprintf("%s~%d", base, k)
+		}
+	}
+	tag, err := tx.q.Exec(ctx, fmt.Sprintf(`UPDATE %[1]s SET %[2]s = $4 WHERE tenant_id = $1 AND id = $2 AND %[2]s = $3`, c.Table, c.Column),
+		tenantID, id, old, text)
+	if err != nil {
+		return false, fmt.Errorf("update %s %d: %w", c.Table, id, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // StoredFile is one indexed file's path and whole content, rebuilt from

@@ -51,7 +51,7 @@ func TestRLSCatalog(t *testing.T) {
 	}
 	want := []string{"audit_events", "auth_epochs", "code_chunks", "code_files", "code_trigram_stats", "findings", "github_deliveries", "github_membership_refreshes", "github_pull_syncs", "identity_providers", "login_states", "mcp_tokens",
 		"oauth_clients", "oauth_codes", "oauth_grants", "oauth_refresh_tokens", "oidc_group_mappings", "pull_code_chunks", "pull_code_files", "pull_code_heads", "pull_requests", "repo_memberships", "repositories", "reviews", "rules", "secret_fingerprints",
-		"tenant_memberships", "tenant_settings", "token_handoffs", "users", "web_sessions"}
+		"secret_rescans", "tenant_memberships", "tenant_settings", "token_handoffs", "users", "web_sessions"}
 	var got []string
 	for _, x := range tables {
 		got = append(got, x.name)
@@ -112,7 +112,8 @@ func TestRLSCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := []string{"auth_token", "purge_expired_login_states", "search_code_candidates", "search_finding_ids",
-		"search_pull_code_candidates", "tenant_id_by_installation", "tenant_id_by_slug", "tenants_with_installation"}; !slices.Equal(callable, want) {
+		"search_pull_code_candidates", "tenant_id_by_installation", "tenant_id_by_slug", "tenants_with_installation",
+		"tenants_with_secret_rescans"}; !slices.Equal(callable, want) {
 		t.Errorf("the runtime role may execute %v, want %v", callable, want)
 	}
 

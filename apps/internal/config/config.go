@@ -66,6 +66,10 @@ type Config struct {
 	// WorkerConcurrency is the jobs a worker works at once
 	// (WORKER_CONCURRENCY, 1-100).
 	WorkerConcurrency int
+	// SecretRescanInterval is how often the worker looks for tenants whose
+	// stored text waits for a rescan by a secret learned since it was
+	// stored (SECRET_RESCAN_INTERVAL, 1s to 1h; it cannot be switched off).
+	SecretRescanInterval time.Duration
 	// MCPMaxConcurrent is how many /mcp requests the API serves at once
 	// before it sheds the next with 503 (MCP_MAX_CONCURRENT, 1-10000).
 	MCPMaxConcurrent int
@@ -118,6 +122,9 @@ const (
 	// (config does not import the server; TestDefaultsAgree checks it).
 	DefaultMCPMaxConcurrent = 256
 	DefaultSyncInterval     = time.Hour
+	// DefaultSecretRescanInterval is jobs.DefaultSecretRescanEvery
+	// (TestDefaultsAgree checks it).
+	DefaultSecretRescanInterval = 30 * time.Second
 )
 
 // Load reads the configuration from getenv.
@@ -221,6 +228,14 @@ func Load(getenv func(string) string) (Config, error) {
 		if c.WorkerConcurrency, err = strconv.Atoi(v); err != nil || c.WorkerConcurrency < 1 || c.WorkerConcurrency > 100 {
 			return c, fmt.Errorf("WORKER_CONCURRENCY must be 1 to 100")
 		}
+	}
+	c.SecretRescanInterval = DefaultSecretRescanInterval
+	if v := strings.TrimSpace(getenv("SECRET_RESCAN_INTERVAL")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > time.Hour {
+			return c, fmt.Errorf("SECRET_RESCAN_INTERVAL must be a duration from 1s to 1h, not %q", v)
+		}
+		c.SecretRescanInterval = d
 	}
 	c.MCPMaxConcurrent = DefaultMCPMaxConcurrent
 	if v := getenv("MCP_MAX_CONCURRENT"); v != "" {

@@ -33,16 +33,17 @@ func TestLoadDefaults(t *testing.T) {
 		Roles:       postgres.Roles{Owner: "codelotse_owner", App: "codelotse_app", Auth: "codelotse_auth", Search: "codelotse_search"},
 		PublicURL:   "http://127.0.0.1:8080",
 		// Development (PUBLIC_URL on loopback): loopback only.
-		ListenAddr:        "127.0.0.1:8080",
-		LogLevel:          slog.LevelInfo,
-		RatePerToken:      120,
-		RatePerIP:         600,
-		LoginRatePerIP:    30,
-		WebhookRatePerIP:  600,
-		GitHub:            GitHub{SyncInterval: time.Hour, MembershipRefresh: time.Hour},
-		OAuth:             OAuth{Enabled: true, DynamicRegistration: true},
-		WorkerConcurrency: 4,
-		MCPMaxConcurrent:  256,
+		ListenAddr:           "127.0.0.1:8080",
+		LogLevel:             slog.LevelInfo,
+		RatePerToken:         120,
+		RatePerIP:            600,
+		LoginRatePerIP:       30,
+		WebhookRatePerIP:     600,
+		GitHub:               GitHub{SyncInterval: time.Hour, MembershipRefresh: time.Hour},
+		OAuth:                OAuth{Enabled: true, DynamicRegistration: true},
+		WorkerConcurrency:    4,
+		SecretRescanInterval: 30 * time.Second,
+		MCPMaxConcurrent:     256,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", got, want)
@@ -107,6 +108,8 @@ func TestLoadValues(t *testing.T) {
 			return len(c.OAuth.CIMDAllow) == 1 && c.OAuth.CIMDCAFile == "/ca.pem"
 		}, "CIMD development settings"},
 		{map[string]string{"WORKER_CONCURRENCY": "100"}, func(c Config) bool { return c.WorkerConcurrency == 100 }, "WORKER_CONCURRENCY"},
+		{map[string]string{"SECRET_RESCAN_INTERVAL": "1s"}, func(c Config) bool { return c.SecretRescanInterval == time.Second }, "shortest rescan interval"},
+		{map[string]string{"SECRET_RESCAN_INTERVAL": "1h"}, func(c Config) bool { return c.SecretRescanInterval == time.Hour }, "longest rescan interval"},
 		{map[string]string{"MCP_MAX_CONCURRENT": "8"}, func(c Config) bool { return c.MCPMaxConcurrent == 8 }, "MCP_MAX_CONCURRENT"},
 	} {
 		c, err := Load(envOf(tc.env))
@@ -153,6 +156,10 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"OAUTH_DYNAMIC_REGISTRATION", "2"},
 		{"OAUTH_CIMD_ALLOW_CIDRS", "localhost"},
 		{"WORKER_CONCURRENCY", "0"},
+		{"SECRET_RESCAN_INTERVAL", "0"},
+		{"SECRET_RESCAN_INTERVAL", "500ms"},
+		{"SECRET_RESCAN_INTERVAL", "2h"},
+		{"SECRET_RESCAN_INTERVAL", "soon"},
 		{"WORKER_CONCURRENCY", "101"},
 		{"WORKER_CONCURRENCY", "four"},
 		{"MCP_MAX_CONCURRENT", "0"},

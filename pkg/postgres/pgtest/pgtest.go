@@ -164,3 +164,17 @@ func (env *Env) AdminStrings(t testing.TB, sql string, args ...any) []string {
 	}
 	return out
 }
+
+// MigrateURL migrates the database at adminURL, whose roles are roles, to
+// this checkout's schema (forward-only and idempotent): a fixture held by
+// an older checkout (pkg/postgres TestHoldCodeBenchFixture) gains the
+// migrations added since.
+func MigrateURL(ctx context.Context, adminURL string, roles postgres.Roles) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = postgres.Migrate(ctx, conn, postgres.MigrateOptions{Roles: roles})
+	return err
+}
