@@ -79,7 +79,7 @@ func BenchmarkRedactKnownBigTenant(b *testing.B) {
 		rescanRounds++
 		value := derivedFrom(fmt.Sprintf("rescan-bench/%d", rescanRounds), alnum, 32)
 		fp := sha256.Sum256([]byte(value))
-		exec(`INSERT INTO secret_fingerprints (tenant_id, fingerprint, length, rule_id) VALUES ($1, $2, $3, 'bench')`, h.Tenant, fp[:], len(value))
+		exec(`INSERT INTO secret_fingerprints (tenant_id, fingerprint, length, rule_id) VALUES ($1, $2, $3, 'bench') ON CONFLICT DO NOTHING`, h.Tenant, fp[:], len(value))
 		exec(`INSERT INTO secret_rescans (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO UPDATE SET requested = secret_rescans.requested + 1`, h.Tenant)
 		exec(`UPDATE code_chunks SET content = content || ' ' || $2 WHERE tenant_id = $1 AND id % 4000 = 0`, h.Tenant, value)
 		b.StartTimer()

@@ -83,3 +83,34 @@ func naiveDetector(tb testing.TB) *detect.Detector {
 	}
 	return detect.NewDetector(rs.cfg)
 }
+
+// benchKnown is a tenant's known secrets as ingestion learns them: the
+// fingerprints of the planted corpus's secrets.
+func benchKnown(tb testing.TB) *Known {
+	tb.Helper()
+	r := New()
+	var found []Found
+	for _, e := range loadCorpus(tb) {
+		found = append(found, r.Find(e.Line)...)
+	}
+	if len(found) == 0 {
+		tb.Fatal("the corpus taught no secret")
+	}
+	return NewKnown(found)
+}
+
+// BenchmarkKnownRedact32KiB is the known-secrets pass over a 32 KiB
+// result, as the output layer runs it on every answer and the rescan on
+// every stored text; BenchmarkKnownRedactReference32KiB is the same with
+// the byte-by-byte reference it replaced (docs/benchmarks.md).
+func BenchmarkKnownRedact32KiB(b *testing.B) {
+	k, s := benchKnown(b), benchText(b)
+	b.SetBytes(int64(len(s)))
+	runTimed(b, func() { k.Redact(s) })
+}
+
+func BenchmarkKnownRedactReference32KiB(b *testing.B) {
+	k, s := benchKnown(b), benchText(b)
+	b.SetBytes(int64(len(s)))
+	runTimed(b, func() { referenceRedact(k, s) })
+}

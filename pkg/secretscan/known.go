@@ -1,7 +1,9 @@
 package secretscan
 
 import (
+	"cmp"
 	"crypto/sha256"
+	"slices"
 	"strings"
 )
 
@@ -137,6 +139,10 @@ func endsValue(c byte) bool {
 // slash, quotes, spaces, an equals sign).
 type Known struct {
 	byLen map[int]map[[32]byte]string
+	// lens[n] says a known secret is n bytes long, for n up to maxLen;
+	// minLen is the shortest. A run of another length is never hashed.
+	lens           []bool
+	minLen, maxLen int
 }
 
 // NewKnown builds the set; it is nil (a no-op) when there is nothing known.
@@ -144,8 +150,13 @@ func NewKnown(found []Found) *Known {
 	if len(found) == 0 {
 		return nil
 	}
-	k := &Known{byLen: map[int]map[[32]byte]string{}}
+	k := &Known{byLen: map[int]map[[32]byte]string{}, minLen: found[0].Length}
 	for _, f := range found {
+		k.minLen, k.maxLen = min(k.minLen, f.Length), max(k.maxLen, f.Length)
+	}
+	k.lens = make([]bool, k.maxLen+1)
+	for _, f := range found {
+		k.lens[max(f.Length, 0)] = true
 		m := k.byLen[f.Length]
 		if m == nil {
 			m = map[[32]byte]string{}
@@ -158,7 +169,7 @@ func NewKnown(found []Found) *Known {
 
 // classes are the character classes a secret's run is delimited by, from
 // strict to loose.
-var classes = []func(c byte) bool{
+var classes = [...]func(c byte) bool{
 	func(c byte) bool { return isAlnum(c) },
 	func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' },
 	func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' },
@@ -169,6 +180,28 @@ var classes = []func(c byte) bool{
 		return c > ' ' && c != '"' && c != '\'' && c != '`' && c != ',' && c != ';' && c != '<' && c != '>' && c != '(' && c != ')'
 	},
 }
+
+// classLevels is, for each byte, the strictest class that admits it
+// (len(classes): none), and classSlash says whether a class admits '/'
+// (only then can a run hold pieces between slashes). Redact relies on the
+// classes being nested; TestKnownClassesNested checks it.
+var classLevels, classSlash = func() (lv [256]uint8, slash [len(classes)]bool) {
+	for c := 0; c < 256; c++ {
+		lv[c] = uint8(len(classes))
+		for i := len(classes) - 1; i >= 0; i-- {
+			if classes[i](byte(c)) {
+				lv[c] = uint8(i)
+			}
+		}
+	}
+	for i, in := range classes {
+		slash[i] = in('/')
+	}
+	return lv, slash
+}()
+
+// has reports whether a known secret is n bytes long.
+func (k *Known) has(n int) bool { return n >= k.minLen && n <= k.maxLen && k.lens[n] }
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
@@ -181,64 +214,94 @@ func (k *Known) Redact(s string) (string, map[string]int) {
 	}
 	type hit struct {
 		start, end int
+		class      int
 		rule       string
 	}
 	var hits []hit
-	for _, in := range classes {
-		for i := 0; i < len(s); {
-			if !in(s[i]) {
-				i++
-				continue
+	// buf holds the bytes being hashed and cuts a run's slashes, reused
+	// (converting each run to a new []byte was most of the allocations).
+	var buf []byte
+	var cuts []int
+	sum := func(from, to int) [32]byte {
+		buf = append(buf[:0], s[from:to]...)
+		return sha256.Sum256(buf)
+	}
+	// run looks up the run s[i:j] of class ci. Its length is checked
+	// first: most runs (identifiers, words) are shorter than any known
+	// secret and are never hashed, and the pieces between slashes of a run
+	// are shorter than the run, so a run no longer than the shortest secret
+	// has none to try.
+	run := func(ci, i, j int) {
+		if j-i < k.minLen {
+			return
+		}
+		if k.has(j - i) {
+			if rule, ok := k.byLen[j-i][sum(i, j)]; ok {
+				hits = append(hits, hit{i, j, ci, rule})
 			}
-			j := i
-			for j < len(s) && in(s[j]) {
-				j++
-			}
-			if m := k.byLen[j-i]; m != nil {
-				if rule, ok := m[sha256.Sum256([]byte(s[i:j]))]; ok {
-					hits = append(hits, hit{i, j, rule})
-				}
-			}
-			// A value with '/' in it (base64) glued to a path by the
-			// classes that allow '/': also try the pieces between
-			// slashes ("leak/<value>/config.txt").
-			// A base64 value may itself start or end with the slash, so
-			// each piece is tried with and without the slashes around it.
-			if cuts := slashCuts(s, i, j); len(cuts) > 2 {
-				for a := 0; a < len(cuts); a++ {
-					for b := a + 1; b < len(cuts); b++ {
-						for _, d := range [4][2]int{{1, 0}, {0, 0}, {1, 1}, {0, 1}} {
-							from, to := cuts[a]+d[0], cuts[b]+d[1]
-							if a == 0 {
-								from = cuts[a]
-							}
-							if b == len(cuts)-1 {
-								to = cuts[b]
-							}
-							if to <= from || to > j || (from == i && to == j) {
-								continue
-							}
-							if m := k.byLen[to-from]; m != nil {
-								if rule, ok := m[sha256.Sum256([]byte(s[from:to]))]; ok {
-									hits = append(hits, hit{from, to, rule})
-								}
-							}
-						}
+		}
+		// A value with '/' in it (base64) glued to a path by the classes
+		// that allow '/': also try the pieces between slashes
+		// ("leak/<value>/config.txt"). A base64 value may itself start or
+		// end with the slash, so each piece is tried with and without the
+		// slashes around it.
+		if !classSlash[ci] || j-i <= k.minLen {
+			return
+		}
+		if cuts = slashCuts(cuts[:0], s, i, j); len(cuts) <= 2 {
+			return
+		}
+		for a := 0; a < len(cuts); a++ {
+			for b := a + 1; b < len(cuts); b++ {
+				for _, d := range [4][2]int{{1, 0}, {0, 0}, {1, 1}, {0, 1}} {
+					from, to := cuts[a]+d[0], cuts[b]+d[1]
+					if a == 0 {
+						from = cuts[a]
+					}
+					if b == len(cuts)-1 {
+						to = cuts[b]
+					}
+					if to <= from || to > j || (from == i && to == j) || !k.has(to-from) {
+						continue
+					}
+					if rule, ok := k.byLen[to-from][sum(from, to)]; ok {
+						hits = append(hits, hit{from, to, ci, rule})
 					}
 				}
 			}
-			i = j
 		}
+	}
+	// One pass finds the runs of every class. The classes are nested (each
+	// admits every byte the stricter ones do), so while a class's run is
+	// open every looser class's run is too: open is the strictest class
+	// with an open run, and a byte whose level (the strictest class that
+	// admits it) differs from open ends the runs of the classes stricter
+	// than its level and starts those from its level up to open.
+	var starts [len(classes)]int
+	open := len(classes)
+	for p := 0; p <= len(s); p++ {
+		level := len(classes)
+		if p < len(s) {
+			level = int(classLevels[s[p]])
+		}
+		if level == open {
+			continue
+		}
+		for c := open; c < level; c++ {
+			run(c, starts[c], p)
+		}
+		for c := level; c < open; c++ {
+			starts[c] = p
+		}
+		open = level
 	}
 	if len(hits) == 0 {
 		return s, nil
 	}
-	// Merge overlapping hits (the same value found under several classes).
-	for i := 1; i < len(hits); i++ {
-		for j := i; j > 0 && hits[j].start < hits[j-1].start; j-- {
-			hits[j], hits[j-1] = hits[j-1], hits[j]
-		}
-	}
+	// Merge overlapping hits (the same value found under several classes):
+	// by start, the stricter class first, and a run before the pieces of
+	// it found after it.
+	slices.SortStableFunc(hits, func(a, b hit) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.class, b.class)) })
 	counts := map[string]int{}
 	var b strings.Builder
 	last := 0
@@ -283,13 +346,14 @@ func (c Chain) Redact(s string) (string, map[string]int) {
 // pieces tried grow with their square).
 const maxSlashCuts = 16
 
-// slashCuts returns i, the offsets of the slashes in s[i:j] (at most
-// maxSlashCuts), and j.
-func slashCuts(s string, i, j int) []int {
+// slashCuts appends to cuts i, the offsets of the slashes in s[i:j] (at
+// most maxSlashCuts), and j; it returns cuts empty when s[i:j] holds no
+// slash.
+func slashCuts(cuts []int, s string, i, j int) []int {
 	if strings.IndexByte(s[i:j], '/') < 0 {
-		return nil
+		return cuts
 	}
-	cuts := []int{i}
+	cuts = append(cuts, i)
 	for p := i; p < j && len(cuts) <= maxSlashCuts; p++ {
 		if s[p] == '/' {
 			cuts = append(cuts, p)

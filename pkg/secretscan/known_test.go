@@ -2,6 +2,9 @@ package secretscan
 
 import (
 	"crypto/sha256"
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -121,5 +124,87 @@ func TestKeyedRulesTeachNoWords(t *testing.T) {
 	}
 	if !generated("+UzoFf3b8oIJSGz0fq9bFvybJ8SpfFPq") {
 		t.Error("a random base64 value does not count as generated")
+	}
+}
+
+// TestKnownRedactMatchesReference: the table-driven Known.Redact redacts
+// exactly what the byte-by-byte reference does (known_reference_test.go),
+// over texts made of known values, near misses and every kind of
+// separator, including paths of more slashes than slashCuts considers.
+func TestKnownRedactMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+	word := func(n int, set string) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = set[rng.IntN(len(set))]
+		}
+		return string(b)
+	}
+	var values []string
+	var found []Found
+	for i, n := range []int{8, 8, 12, 20, 20, 24, 32, 40, 64, 100} {
+		v := word(n, b64)
+		switch i % 4 {
+		case 1:
+			v = "/" + v[1:]
+		case 2:
+			v = v[:len(v)-1] + "/"
+		}
+		values = append(values, v)
+		found = append(found, Found{RuleID: fmt.Sprintf("rule-%d", i%3), Fingerprint: sha256.Sum256([]byte(v)), Length: len(v)})
+	}
+	k := NewKnown(found)
+	seps := []string{" ", "\n", "\t", "/", "//", ".", "_", "-", "=", "+", "~", "\"", "'", "`", ",", ";", "<", ">", "(", ")", ":", "&", "?", "#", "é", "\x00", "\xff"}
+	piece := func() string {
+		v := values[rng.IntN(len(values))]
+		switch rng.IntN(8) {
+		case 0: // a near miss: one byte changed
+			b := []byte(v)
+			b[rng.IntN(len(b))] ^= 1
+			return string(b)
+		case 1: // glued to letters of its class
+			return "x" + v + "y"
+		case 2: // a piece of it
+			return v[:len(v)/2]
+		case 3: // a word
+			return word(1+rng.IntN(12), b64[:62])
+		case 4: // a long path
+			var p []string
+			for n := rng.IntN(24); n >= 0; n-- {
+				if rng.IntN(3) == 0 {
+					p = append(p, values[rng.IntN(len(values))])
+				} else {
+					p = append(p, word(1+rng.IntN(6), b64[:62]))
+				}
+			}
+			return strings.Join(p, "/")
+		}
+		return v
+	}
+	for n := 0; n < 20000; n++ {
+		var b strings.Builder
+		for m := rng.IntN(12); m >= 0; m-- {
+			b.WriteString(piece())
+			b.WriteString(seps[rng.IntN(len(seps))])
+		}
+		s := b.String()
+		got, gotCounts := k.Redact(s)
+		want, wantCounts := referenceRedact(k, s)
+		if got != want || !maps.Equal(gotCounts, wantCounts) {
+			t.Fatalf("Redact(%q)\n= %q %v\nreference %q %v", s, got, gotCounts, want, wantCounts)
+		}
+	}
+}
+
+// TestKnownClassesNested: every class admits every byte a stricter one
+// does (Known.Redact finds the runs of all classes in one pass on that).
+func TestKnownClassesNested(t *testing.T) {
+	for i := 1; i < len(classes); i++ {
+		for c := 0; c < 256; c++ {
+			if classes[i-1](byte(c)) && !classes[i](byte(c)) {
+				t.Errorf("class %d admits %q but class %d does not", i-1, byte(c), i)
+			}
+		}
 	}
 }
