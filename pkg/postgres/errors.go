@@ -30,7 +30,6 @@ const (
 	stateCheckViolation  = "23514"
 	stateDuplicateObject = "42710"
 	stateQueryCanceled   = "57014"
-	stateLockNotAvail    = "55P03"
 )
 
 // sqlState returns err's SQLSTATE, or "" when err is not a PostgreSQL error.
@@ -60,10 +59,6 @@ func isDuplicateObject(err error) bool { return sqlState(err) == stateDuplicateO
 // isQueryCanceled reports a statement cancelled by statement_timeout (or a
 // cancel request): SQLSTATE 57014.
 func isQueryCanceled(err error) bool { return sqlState(err) == stateQueryCanceled }
-
-// isLockTimeout reports a lock not granted within lock_timeout: SQLSTATE
-// 55P03.
-func isLockTimeout(err error) bool { return sqlState(err) == stateLockNotAvail }
 
 // isConnState reports whether a SQLSTATE means the connection, not the
 // statement, failed. Class 08 is "connection exception"; 57P01–57P03 are

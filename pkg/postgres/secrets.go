@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -70,7 +69,7 @@ func (t TenantDB) SecretFingerprints(ctx context.Context) (_ []SecretFingerprint
 // secretsLock is the advisory lock key of a tenant's known secrets ($1:
 // the tenant). Ingestion holds it shared from reading the known secrets to
 // its commit (SecretFingerprints); a rescan takes it exclusively for a
-// moment before it starts (StartSecretRescan).
+// moment before it starts (StartSecretRescan, which only tries it).
 const secretsLock = `hashtextextended('secret_fingerprints ' || $1, 0)`
 
 // SecretFingerprints loads a tenant's known secrets in the caller's
@@ -100,27 +99,42 @@ func (tx *Tx) SecretFingerprints(ctx context.Context) (_ []SecretFingerprint, er
 }
 
 // ErrSecretsBusy is StartSecretRescan's answer when transactions that read
-// the tenant's known secrets held their lock for longer than it waits.
-var ErrSecretsBusy = errors.New("the tenant's text is being stored (ingestion held its known secrets for the whole wait); try again")
+// the tenant's known secrets held their lock for as long as it tried.
+var ErrSecretsBusy = errors.New("the tenant's text is being stored (ingestion held its known secrets as long as the rescan tried); try again")
 
 // StartSecretRescan begins a rescan of the tenant's stored text for the
-// bare values of its known secrets. It waits up to wait for the tenant's
-// secrets lock (SecretFingerprints), so that every transaction that stored
-// text with an older set of known secrets has committed, and returns the
-// tenant's rescan request count (0: none pending), to be passed to
-// FinishSecretRescan once every stored text was read with the secrets known
-// from now on. ErrSecretsBusy when the wait ran out.
+// bare values of its known secrets. It takes the tenant's secrets lock
+// (SecretFingerprints) exclusively for a moment, so that every transaction
+// that stored text with an older set of known secrets has committed, and
+// returns the tenant's rescan request count (0: none pending), to be passed
+// to FinishSecretRescan once every stored text was read with the secrets
+// known from now on.
+//
+// It only tries the lock, again every 25 ms for up to wait, and never
+// queues for it: a queued exclusive request would make every new ingestion
+// of the tenant queue behind it, and one that already holds other locks
+// could close a cycle with a long indexing the rescan waits for.
+// ErrSecretsBusy when the lock was never free.
 func (db *DB) StartSecretRescan(ctx context.Context, tenantID string, wait time.Duration) (requested int64, err error) {
 	defer wrap(&err, "postgres.StartSecretRescan")
 	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
-		if _, err := tx.q.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", max(wait.Milliseconds(), 1))); err != nil {
-			return err
-		}
-		if _, err := tx.q.Exec(ctx, `SELECT pg_advisory_xact_lock(`+secretsLock+`)`, tenantID); err != nil {
-			if isLockTimeout(err) {
+		deadline := time.Now().Add(wait)
+		for {
+			var locked bool
+			if err := tx.q.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(`+secretsLock+`)`, tenantID).Scan(&locked); err != nil {
+				return err
+			}
+			if locked {
+				break
+			}
+			if !time.Now().Before(deadline) {
 				return ErrSecretsBusy
 			}
-			return err
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(25 * time.Millisecond):
+			}
 		}
 		err := tx.q.QueryRow(ctx, `SELECT requested FROM secret_rescans WHERE tenant_id = $1`, tenantID).Scan(&requested)
 		if errors.Is(err, pgx.ErrNoRows) {
