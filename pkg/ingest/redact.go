@@ -155,8 +155,9 @@ func (in *Ingester) redactPass(ctx context.Context, db *postgres.DB, tid string,
 	return nil
 }
 
-// SecretsWait is how long RedactKnown waits for the transactions that read
-// a tenant's known secrets before it starts (postgres.StartSecretRescan).
+// SecretsWait is how long RedactKnown tries to take a tenant's known
+// secrets from the transactions that read them before it starts
+// (postgres.StartSecretRescan).
 const SecretsWait = 5 * time.Second
 
 // knownBatch is how many rows (chunks, for the code index) one read of
@@ -183,7 +184,7 @@ const knownBatch = 1000
 // The request is cleared at the end unless a secret was learned during
 // the rescan; st.Pending then says another rescan is due.
 // postgres.ErrSecretsBusy when ingestion held the tenant's known secrets
-// for the whole of SecretsWait.
+// for all of SecretsWait.
 func (in *Ingester) RedactKnown(ctx context.Context, db *postgres.DB, tid string, force bool) (st KnownStats, err error) {
 	st = KnownStats{RedactStats: RedactStats{Scanned: map[string]int{}, Changed: map[string]int{}}}
 	requested, err := db.StartSecretRescan(ctx, tid, SecretsWait)

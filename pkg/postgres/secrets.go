@@ -79,7 +79,7 @@ const secretsLock = `hashtextextended('secret_fingerprints ' || $1, 0)`
 // ends, in a statement of its own (a statement's snapshot is taken before
 // it runs, so a lock taken inside the read could be granted after a rescan
 // started and the read still miss the secret that rescan is for). So a
-// rescan that starts after waiting for the lock exclusively sees every row
+// rescan that starts after taking the lock exclusively sees every row
 // stored by a transaction that read the known secrets before a newer one
 // was learned: such a transaction has committed by then.
 func (tx *Tx) SecretFingerprints(ctx context.Context) (_ []SecretFingerprint, err error) {
