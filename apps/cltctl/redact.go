@@ -46,7 +46,7 @@ func cmdRedact(e *env, args []string) error {
 			return err
 		}
 		total += e.printRedacted("tenant "+tid+":", st)
-		known, err := e.ingest.RedactKnown(e.ctx, db, tid, true)
+		known, err := e.ingest.RedactKnown(e.ctx, db, tid, true, operator)
 		if err != nil {
 			return err
 		}

@@ -83,7 +83,7 @@ func BenchmarkRedactKnownBigTenant(b *testing.B) {
 		exec(`INSERT INTO secret_rescans (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO UPDATE SET requested = secret_rescans.requested + 1`, h.Tenant)
 		exec(`UPDATE code_chunks SET content = content || ' ' || $2 WHERE tenant_id = $1 AND id % 4000 = 0`, h.Tenant, value)
 		b.StartTimer()
-		st, err := in.RedactKnown(ctx, app, h.Tenant, false)
+		st, err := in.RedactKnown(ctx, app, h.Tenant, false, postgres.Actor{Label: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -182,10 +182,11 @@ const knownBatch = 1000
 // is, and the rescan holds no lock that ingestion waits for.
 //
 // The request is cleared at the end unless a secret was learned during
-// the rescan; st.Pending then says another rescan is due.
+// the rescan; st.Pending then says another rescan is due. The audit event
+// secrets.rescanned (by actor) records the rows rewritten per table.
 // postgres.ErrSecretsBusy when ingestion held the tenant's known secrets
 // for all of SecretsWait.
-func (in *Ingester) RedactKnown(ctx context.Context, db *postgres.DB, tid string, force bool) (st KnownStats, err error) {
+func (in *Ingester) RedactKnown(ctx context.Context, db *postgres.DB, tid string, force bool, actor postgres.Actor) (st KnownStats, err error) {
 	st = KnownStats{RedactStats: RedactStats{Scanned: map[string]int{}, Changed: map[string]int{}}}
 	requested, err := db.StartSecretRescan(ctx, tid, SecretsWait)
 	if err != nil {
@@ -235,13 +236,11 @@ func (in *Ingester) RedactKnown(ctx context.Context, db *postgres.DB, tid string
 			return st, err
 		}
 	}
-	if requested > 0 {
-		cleared, err := db.FinishSecretRescan(ctx, tid, requested)
-		if err != nil {
-			return st, err
-		}
-		st.Pending = !cleared
+	cleared, err := db.FinishSecretRescan(ctx, tid, requested, actor, st.Changed)
+	if err != nil {
+		return st, err
 	}
+	st.Pending = requested > 0 && !cleared
 	return st, nil
 }
 

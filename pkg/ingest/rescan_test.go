@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,7 +119,7 @@ func TestRedactKnownRewritesTextStoredBefore(t *testing.T) {
 	if d.requested(mine) != 0 {
 		t.Fatalf("a rescan was requested before any secret was learned")
 	}
-	st, err := in.RedactKnown(ctx, d.env.App, mine, false)
+	st, err := in.RedactKnown(ctx, d.env.App, mine, false, actor)
 	if err != nil || st.Requested || len(st.Scanned) != 0 {
 		t.Fatalf("RedactKnown without a request = %+v, %v; want nothing read", st, err)
 	}
@@ -156,13 +157,13 @@ func TestRedactKnownRewritesTextStoredBefore(t *testing.T) {
 	}
 	// A rescan that began before the second secret does not clear the
 	// request.
-	if cleared, err := d.env.App.FinishSecretRescan(ctx, mine, 1); err != nil || cleared {
+	if cleared, err := d.env.App.FinishSecretRescan(ctx, mine, 1, actor, nil); err != nil || cleared {
 		t.Fatalf("FinishSecretRescan at a stale count = %v, %v; want the request left standing", cleared, err)
 	}
 
 	layout := d.chunkLayout(mine)
 	otherBefore := d.stored(other)
-	st, err = in.RedactKnown(ctx, d.env.App, mine, false)
+	st, err = in.RedactKnown(ctx, d.env.App, mine, false, actor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +202,13 @@ func TestRedactKnownRewritesTextStoredBefore(t *testing.T) {
 	if n := d.requested(mine); n != 0 {
 		t.Errorf("the request stands after the rescan (%d)", n)
 	}
+	// The audit log: the stale finish above, then the rescan with what it
+	// rewrote.
+	events := d.env.AdminStrings(t, `SELECT actor || ' ' || (details->>'pending') || ' ' || coalesce(details->'rewritten'->>'code_chunks', '-')
+		FROM audit_events WHERE tenant_id = $1 AND action = 'secrets.rescanned' ORDER BY id`, mine)
+	if want := []string{"test true -", fmt.Sprintf("test false %d", st.Changed["code_chunks"])}; strings.Join(events, ",") != strings.Join(want, ",") {
+		t.Errorf("audit events %v, want %v", events, want)
+	}
 	if d.stored(other) != otherBefore || !strings.Contains(otherBefore, value) {
 		t.Errorf("the other tenant's rows changed, or never held the value (it never learned the secret)")
 	}
@@ -210,10 +218,10 @@ func TestRedactKnownRewritesTextStoredBefore(t *testing.T) {
 
 	// Nothing requested: nothing read. Forced: everything read, nothing
 	// left to rewrite.
-	if st, err := in.RedactKnown(ctx, d.env.App, mine, false); err != nil || st.Requested || len(st.Scanned) != 0 {
+	if st, err := in.RedactKnown(ctx, d.env.App, mine, false, actor); err != nil || st.Requested || len(st.Scanned) != 0 {
 		t.Errorf("second RedactKnown = %+v, %v; want nothing read", st, err)
 	}
-	st, err = in.RedactKnown(ctx, d.env.App, mine, true)
+	st, err = in.RedactKnown(ctx, d.env.App, mine, true, actor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +295,7 @@ func TestRedactKnownWaitsForIngestionInFlight(t *testing.T) {
 	// committed, then reads what it stored.
 	done := make(chan error, 1)
 	go func() {
-		_, err := in.RedactKnown(ctx, d.env.App, tid, false)
+		_, err := in.RedactKnown(ctx, d.env.App, tid, false, actor)
 		done <- err
 	}()
 	finish()

@@ -47,6 +47,9 @@ func (w *rescanAllWorker) Work(ctx context.Context, job *river.Job[RescanAllSecr
 	return enqueueEach(ctx, w.d.DB.TenantsWithSecretRescans, func(tid string) river.JobArgs { return RescanSecretsArgs{TenantID: tid} })
 }
 
+// rescanActor is the audit log's actor of the worker's rescans.
+var rescanActor = postgres.Actor{Label: "secret-rescan"}
+
 type rescanWorker struct {
 	river.WorkerDefaults[RescanSecretsArgs]
 	d *Deps
@@ -65,7 +68,7 @@ func (w *rescanWorker) Work(ctx context.Context, job *river.Job[RescanSecretsArg
 // (snoozed, not failed); when a secret was learned during the rescan, it
 // runs again at once for the rows read before that.
 func (d *Deps) RescanSecrets(ctx context.Context, tid string) error {
-	st, err := d.Ingest.RedactKnown(ctx, d.DB, tid, false)
+	st, err := d.Ingest.RedactKnown(ctx, d.DB, tid, false, rescanActor)
 	if errors.Is(err, postgres.ErrSecretsBusy) {
 		return river.JobSnooze(10 * time.Second)
 	}

@@ -146,15 +146,31 @@ func (db *DB) StartSecretRescan(ctx context.Context, tenantID string, wait time.
 }
 
 // FinishSecretRescan ends a rescan that StartSecretRescan began at count
-// requested: the tenant's request is cleared unless a secret was learned
-// since (the count moved on), in which case it stays for the next rescan.
-// It reports whether the request was cleared.
-func (db *DB) FinishSecretRescan(ctx context.Context, tenantID string, requested int64) (cleared bool, err error) {
+// requested (0: none was requested, the rescan was forced): the tenant's
+// request is cleared unless a secret was learned since (the count moved
+// on), in which case it stays for the next rescan. In the same transaction
+// it records the audit event secrets.rescanned with the rows rewritten per
+// table, when a rescan was requested or rewrote anything. It reports
+// whether the request was cleared.
+func (db *DB) FinishSecretRescan(ctx context.Context, tenantID string, requested int64, actor Actor, rewritten map[string]int) (cleared bool, err error) {
 	defer wrap(&err, "postgres.FinishSecretRescan")
+	total := 0
+	for _, n := range rewritten {
+		total += n
+	}
+	if requested == 0 && total == 0 {
+		return false, nil
+	}
 	err = db.InTenant(ctx, tenantID, func(tx *Tx) error {
-		tag, err := tx.q.Exec(ctx, `DELETE FROM secret_rescans WHERE tenant_id = $1 AND requested = $2`, tenantID, requested)
-		cleared = tag.RowsAffected() == 1
-		return err
+		if requested > 0 {
+			tag, err := tx.q.Exec(ctx, `DELETE FROM secret_rescans WHERE tenant_id = $1 AND requested = $2`, tenantID, requested)
+			if err != nil {
+				return err
+			}
+			cleared = tag.RowsAffected() == 1
+		}
+		details := map[string]any{"rewritten": rewritten, "requested": requested > 0, "pending": requested > 0 && !cleared}
+		return tx.insertAudit(ctx, actor, "secrets.rescanned", "", details)
 	})
 	return cleared, err
 }
