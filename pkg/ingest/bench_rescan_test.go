@@ -3,9 +3,7 @@ package ingest_test
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/codelotse/codelotse/pkg/ingest"
@@ -22,52 +20,32 @@ var rescanRounds int
 // BenchmarkRedactKnownBigTenant times the worker's rescan of a tenant's
 // stored text by its known secrets (RedactKnown) on the big tenant of
 // issue 11, held by pkg/postgres's TestHoldCodeBenchFixture (401,395
-// chunks at full size). The held database is migrated to this checkout
-// first (forward-only, so a fixture built by an older checkout gains the
-// rescan's table). Each round learns a new secret as ingestion would
-// (a fingerprint and the request), plants its bare value in every
-// 4,000th chunk, and rescans:
+// chunks at full size), migrated to this checkout first. Each round learns
+// a new secret as ingestion would (a fingerprint and the request), plants
+// its bare value in every 4,000th chunk, and rescans:
 //
 //	BIGTENANT_DIV=1 BENCH_HOLD=/tmp/full.json go test ./pkg/postgres -run TestHoldCodeBenchFixture -count=1 -timeout 4h &
 //	# (wait for the file)
 //	BENCH_FIXTURE=/tmp/full.json go test ./pkg/ingest -run '^$' -bench RedactKnownBigTenant -benchtime 3x -timeout 30m
 //	rm /tmp/full.json
 func BenchmarkRedactKnownBigTenant(b *testing.B) {
-	file := os.Getenv("BENCH_FIXTURE")
-	if file == "" {
+	env, h := pgtest.AttachHeld(b)
+	if env == nil {
 		b.Skip("BENCH_FIXTURE names no held fixture (see pkg/postgres TestHoldCodeBenchFixture)")
 	}
-	body, err := os.ReadFile(file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var h struct {
-		AdminURL, AppURL, Tenant string
-		Roles                    postgres.Roles
-	}
-	if err := json.Unmarshal(body, &h); err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := pgtest.MigrateURL(ctx, h.AdminURL, h.Roles); err != nil {
+	// A fixture held by an older checkout gains the rescan's table
+	// (migrations are forward-only and idempotent).
+	if _, err := postgres.MigrateURL(ctx, h.AdminURL, postgres.MigrateOptions{Roles: h.Roles}); err != nil {
 		b.Fatal(err)
 	}
-	admin, err := postgres.OpenURL(ctx, h.AdminURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer admin.Close()
+	admin, app := env.Admin, env.App
 	exec := func(sql string, args ...any) {
 		b.Helper()
 		if _, err := admin.Pool.Exec(ctx, sql, args...); err != nil {
 			b.Fatalf("%s: %v", sql, err)
 		}
 	}
-	app, err := postgres.OpenURL(ctx, h.AppURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer app.Close()
 	in := ingest.New(secretscan.New())
 	var chunks int64
 	if err := admin.Pool.QueryRow(ctx, `SELECT count(*) FROM code_chunks WHERE tenant_id = $1`, h.Tenant).Scan(&chunks); err != nil {

@@ -265,14 +265,6 @@ type codeBenchFixture struct {
 	repos  []int64
 }
 
-// heldCodeFixture is what TestHoldCodeBenchFixture writes to BENCH_HOLD
-// and codeBenchSetup reads from BENCH_FIXTURE.
-type heldCodeFixture struct {
-	AdminURL, AppURL, Tenant string
-	Repos                    []int64
-	Roles                    postgres.Roles
-}
-
 // TestHoldCodeBenchFixture builds the big tenant's code fixture
 // (codeBenchSetup, with BIGTENANT_DIV; and the pull request of
 // BenchmarkSearchPullCodeBigTenant) and holds it, writing where it is to
@@ -304,7 +296,7 @@ func TestHoldCodeBenchFixture(t *testing.T) {
 	}
 	fx := codeBenchSetup(t)
 	addBenchPull(t, fx)
-	body, err := json.Marshal(heldCodeFixture{fx.env.AdminURL, fx.env.AppURL, fx.tenant, fx.repos, fx.env.Roles})
+	body, err := json.Marshal(pgtest.Held{AdminURL: fx.env.AdminURL, AppURL: fx.env.AppURL, Tenant: fx.tenant, Repos: fx.repos, Roles: fx.env.Roles})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,29 +322,10 @@ func TestHoldCodeBenchFixture(t *testing.T) {
 // heldCodeBenchFixture attaches to the fixture BENCH_FIXTURE describes
 // (TestHoldCodeBenchFixture), or returns nil when it is not set.
 func heldCodeBenchFixture(tb testing.TB) *codeBenchFixture {
-	file := os.Getenv("BENCH_FIXTURE")
-	if file == "" {
+	env, h := pgtest.AttachHeld(tb)
+	if env == nil {
 		return nil
 	}
-	body, err := os.ReadFile(file)
-	if err != nil {
-		tb.Fatalf("BENCH_FIXTURE: %v", err)
-	}
-	var h heldCodeFixture
-	if err := json.Unmarshal(body, &h); err != nil {
-		tb.Fatalf("BENCH_FIXTURE %s: %v", file, err)
-	}
-	ctx := context.Background()
-	env := &pgtest.Env{AdminURL: h.AdminURL, AppURL: h.AppURL, Roles: h.Roles}
-	if env.Admin, err = postgres.OpenURL(ctx, h.AdminURL); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(env.Admin.Close)
-	if env.App, err = postgres.OpenURL(ctx, h.AppURL); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(env.App.Close)
-	tb.Logf("attached to the fixture held in %s", file)
 	return &codeBenchFixture{env: env, tenant: h.Tenant, repos: h.Repos}
 }
 

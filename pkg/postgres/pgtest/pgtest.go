@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -165,16 +166,42 @@ func (env *Env) AdminStrings(t testing.TB, sql string, args ...any) []string {
 	return out
 }
 
-// MigrateURL migrates the database at adminURL, whose roles are roles, to
-// this checkout's schema (forward-only and idempotent): a fixture held by
-// an older checkout (pkg/postgres TestHoldCodeBenchFixture) gains the
-// migrations added since.
-func MigrateURL(ctx context.Context, adminURL string, roles postgres.Roles) error {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return err
+// Held is where a held fixture's database is: what pkg/postgres's
+// TestHoldCodeBenchFixture writes to the file BENCH_HOLD names.
+type Held struct {
+	AdminURL, AppURL, Tenant string
+	Repos                    []int64
+	Roles                    postgres.Roles
+}
+
+// AttachHeld attaches to the fixture held in the file BENCH_FIXTURE names,
+// or returns nil when it is not set; the pools are closed when tb ends.
+// The database is left as it is (a variants run may have applied another
+// policies/search.sql to it).
+func AttachHeld(tb testing.TB) (*Env, *Held) {
+	tb.Helper()
+	file := os.Getenv("BENCH_FIXTURE")
+	if file == "" {
+		return nil, nil
 	}
-	defer conn.Close(ctx)
-	_, err = postgres.Migrate(ctx, conn, postgres.MigrateOptions{Roles: roles})
-	return err
+	body, err := os.ReadFile(file)
+	if err != nil {
+		tb.Fatalf("BENCH_FIXTURE: %v", err)
+	}
+	var h Held
+	if err := json.Unmarshal(body, &h); err != nil {
+		tb.Fatalf("BENCH_FIXTURE %s: %v", file, err)
+	}
+	ctx := context.Background()
+	env := &Env{AdminURL: h.AdminURL, AppURL: h.AppURL, Roles: h.Roles}
+	if env.Admin, err = postgres.OpenURL(ctx, h.AdminURL); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(env.Admin.Close)
+	if env.App, err = postgres.OpenURL(ctx, h.AppURL); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(env.App.Close)
+	tb.Logf("attached to the fixture held in %s", file)
+	return env, &h
 }
