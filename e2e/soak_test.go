@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codelotse/codelotse/pkg/benchstat"
 	"github.com/codelotse/codelotse/pkg/tokens"
 )
 
@@ -705,14 +706,6 @@ type soakResult struct {
 	problems []string
 }
 
-func pct(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q * float64(len(sorted)-1))
-	return sorted[i]
-}
-
 func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
 }
@@ -820,9 +813,9 @@ func soakReport(cfg soakConfig, shots []shot, lastSend time.Duration, rss, ready
 	fmt.Fprintf(&b, "- Late sends (dispatcher behind its schedule): %d over 1 ms, %d over 10 ms, %d over 100 ms; worst %s ms.\n",
 		late1, late10, late100, ms(maxLate))
 	fmt.Fprintf(&b, "- Latency from the scheduled time, all answers: p50 %s ms, p90 %s ms, p99 %s ms, p99.9 %s ms, max %s ms.\n",
-		ms(pct(all, .5)), ms(pct(all, .9)), ms(pct(all, .99)), ms(pct(all, .999)), ms(pct(all, 1)))
+		ms(benchstat.Percentile(all, .5)), ms(benchstat.Percentile(all, .9)), ms(benchstat.Percentile(all, .99)), ms(benchstat.Percentile(all, .999)), ms(benchstat.Percentile(all, 1)))
 	fmt.Fprintf(&b, "- Outside the fault window (stop .. start + %s): p50 %s ms, p99 %s ms (%d answers).\n",
-		cfg.RecoveryGoal, ms(pct(steady, .5)), ms(pct(steady, .99)), len(steady))
+		cfg.RecoveryGoal, ms(benchstat.Percentile(steady, .5)), ms(benchstat.Percentile(steady, .99)), len(steady))
 	fmt.Fprintf(&b, "- API CPU: %.1f s for %d requests (%.2f ms a request).\n\n", apiCPU.Seconds(), sent, float64(apiCPU)/float64(time.Millisecond)/float64(max(sent, 1)))
 
 	b.WriteString("| tool (successful calls) | n | p50 ms | p99 ms |\n|---|---:|---:|---:|\n")
@@ -834,7 +827,7 @@ func soakReport(cfg soakConfig, shots []shot, lastSend time.Duration, rss, ready
 	for _, k := range names {
 		l := perTool[k]
 		slices.Sort(l)
-		fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", k, len(l), ms(pct(l, .5)), ms(pct(l, .99)))
+		fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", k, len(l), ms(benchstat.Percentile(l, .5)), ms(benchstat.Percentile(l, .99)))
 	}
 	b.WriteString("\n| answer | good token | bad token |\n|---|---:|---:|\n")
 	keys := make([]string, 0, len(classes))

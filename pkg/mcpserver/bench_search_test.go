@@ -9,12 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/codelotse/codelotse/pkg/benchstat"
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -83,10 +83,7 @@ func BenchmarkSearchCode(b *testing.B) {
 	}
 }
 
-func reportP50(b *testing.B, lat []time.Duration) {
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-}
+func reportP50(b *testing.B, lat []time.Duration) { benchstat.ReportMs(b, lat, 0.5) }
 
 // runFirstLines runs a command b.N times, reading its output until n lines
 // arrived (then killing it, as a pipe into head would) or it ends.

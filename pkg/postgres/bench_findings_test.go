@@ -2,10 +2,10 @@ package postgres_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/codelotse/codelotse/pkg/benchstat"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
@@ -86,9 +86,7 @@ func reportP50P90(b *testing.B, run func()) {
 		times = append(times, time.Since(t0))
 	}
 	b.StopTimer()
-	slices.Sort(times)
-	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(times[len(times)*9/10].Microseconds())/1000, "p90-ms")
+	benchstat.ReportMs(b, times, 0.5, 0.9)
 }
 
 // searchFindingsBefore is the statement SearchFindings ran before issue 11,

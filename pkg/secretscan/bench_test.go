@@ -1,11 +1,12 @@
 package secretscan
 
 import (
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/zricethezav/gitleaks/v8/detect"
+
+	"github.com/codelotse/codelotse/pkg/benchstat"
 )
 
 // benchText is a realistic 32 KiB review result (shape.MaxBytes) with two
@@ -39,9 +40,7 @@ func runTimed(b *testing.B, f func()) {
 		d = append(d, time.Since(t))
 	}
 	b.StopTimer()
-	slices.Sort(d)
-	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds()), "p99-ns")
+	benchstat.ReportNs(b, d, 0.5, 0.99)
 }
 
 func BenchmarkRedact32KiB(b *testing.B) {
