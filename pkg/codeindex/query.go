@@ -195,7 +195,8 @@ func EscapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
-// MaxQuery bounds the length of a query.
+// MaxQuery bounds the length of a query, in characters (code points), as
+// the tools' schemas say (maxLength).
 const MaxQuery = 1000
 
 // NewPlan parses a query: a literal (regex false) or an RE2 regular
@@ -204,7 +205,7 @@ func NewPlan(query string, isRegex, caseSensitive bool) (Plan, error) {
 	if query == "" {
 		return Plan{}, codelotse.Errorf(codelotse.Invalid, `Missing required argument "query".`)
 	}
-	if len(query) > MaxQuery {
+	if utf8.RuneCountInString(query) > MaxQuery {
 		return Plan{}, codelotse.Errorf(codelotse.Invalid, "The query is longer than %d characters.", MaxQuery)
 	}
 	if strings.ContainsAny(query, "\n\r") {
@@ -247,9 +248,15 @@ func NewPlan(query string, isRegex, caseSensitive bool) (Plan, error) {
 	lits := requiredLiterals(parsed.Simplify())
 	var keep []string
 	widening := Plan{fold: true, foldSK: strings.ContainsAny(query, "\u017f\u212a") || strings.Contains(query, `\x`)}
-	for _, l := range lits {
-		if utf8.RuneCountInString(l) >= MinLiteral && likeable(l, widening.widens) {
-			keep = append(keep, l)
+	for _, lit := range lits {
+		// Stored text never holds NUL (PostgreSQL's text cannot), and a
+		// pattern holding one is refused by the database: a literal with
+		// NULs (\x00 in the expression) requires its pieces between them,
+		// a superset that the line match then narrows (to nothing).
+		for _, l := range strings.Split(lit, "\x00") {
+			if utf8.RuneCountInString(l) >= MinLiteral && likeable(l, widening.widens) {
+				keep = append(keep, l)
+			}
 		}
 	}
 	// The longest literals filter best; three are plenty.

@@ -3,6 +3,7 @@ package codelotse
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Code classifies an error for the edges: each edge maps it once to its own
@@ -62,4 +63,20 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "internal error"
+}
+
+// Clip shortens s to at most n bytes, for repeating what a client sent in a
+// message, a log or an audit label. It never splits a UTF-8 sequence (a
+// byte cut inside a character is text PostgreSQL refuses) and marks a cut
+// with "…" (three bytes more). Without such a bound, an argument as long as
+// the request body makes an error message as long.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := max(n, 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

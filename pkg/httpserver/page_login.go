@@ -286,8 +286,5 @@ func clip(s string, n int) string {
 		}
 		return r
 	}, s)
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
+	return codelotse.Clip(s, n)
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,12 +232,13 @@ func readMessage(body []byte, h http.Header) (*message, *protocolError) {
 	}
 	if len(m.ID) > 0 && !validID(m.ID) {
 		m.ID = nil
-		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid request: id must be a string or an integer."}
+		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+			fmt.Sprintf("Invalid request: id must be a string of at most %d bytes or an integer from -%d to %d.", MaxIDBytes, maxSafeID, maxSafeID)}
 	}
 	if v := h.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(ProtocolVersions, v) && v < "2026-07-28" {
 		// A later version than any served is the SDK's to negotiate.
 		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
-			fmt.Sprintf("Invalid request: unsupported protocol version %q in Mcp-Protocol-Version (supported: %s).", v, strings.Join(ProtocolVersions, ", "))}
+			fmt.Sprintf("Invalid request: unsupported protocol version %q in Mcp-Protocol-Version (supported: %s).", codelotse.Clip(v, maxEcho), strings.Join(ProtocolVersions, ", "))}
 	}
 	if !acceptsJSONAndStream(h.Values("Accept")) {
 		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid request: Accept must list both application/json and text/event-stream."}
@@ -261,7 +263,7 @@ func readMessage(body []byte, h http.Header) (*message, *protocolError) {
 		if call && h.Get("Mcp-Protocol-Version") >= "2026-07-28" {
 			status = http.StatusNotFound // as the 2026-07-28 transport answers it
 		}
-		return m, &protocolError{status, jsonrpc.CodeMethodNotFound, "Method not found: " + m.Method}
+		return m, &protocolError{status, jsonrpc.CodeMethodNotFound, "Method not found: " + codelotse.Clip(m.Method, maxEcho)}
 	case flags.notification && call:
 		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid request: %s is a notification and takes no id.", m.Method)}
 	case !flags.notification && !call:
@@ -272,13 +274,30 @@ func readMessage(body []byte, h http.Header) (*message, *protocolError) {
 	return m, nil
 }
 
-// validID: a JSON-RPC id is a string, a number or null.
+// MaxIDBytes bounds a request id as sent (a string's quotes and escapes
+// included). Every answer repeats the id, and the SDK writes it out again
+// with each invalid byte as a three-byte U+FFFD, so an unbounded id could
+// push the answer past its bound. Clients send small integers or UUIDs.
+const MaxIDBytes = 1024
+
+// maxSafeID is the largest integer id answered as sent: the SDK carries
+// numeric ids as float64, which changes larger integers (9007199254740993
+// came back as 9007199254740992, 2^63-1 as -2^63), and a client cannot
+// match such an answer to its request.
+const maxSafeID = 1<<53 - 1
+
+// validID: a JSON-RPC id is a string, a number or null; this endpoint
+// takes strings of at most MaxIDBytes and integers within ±maxSafeID.
 func validID(id json.RawMessage) bool {
+	if len(id) > MaxIDBytes {
+		return false
+	}
 	switch id[0] {
 	case '"', 'n':
 		return true
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		return !bytes.ContainsAny(id, ".eE")
+		n, err := strconv.ParseInt(string(id), 10, 64)
+		return err == nil && n >= -maxSafeID && n <= maxSafeID
 	}
 	return false
 }
@@ -424,6 +443,15 @@ func (e *Endpoint) serve(w http.ResponseWriter, r *http.Request, c Caller, body 
 	e.transport.ServeHTTP(ans, inner)
 
 	switch {
+	case ans.overflow && ans.isError():
+		// The SDK refused the message with an error that repeats what the
+		// client sent (an unknown tool's or prompt's name, a resource's
+		// URI, params that do not decode, each as long as the body allows):
+		// the client's mistake, answered without the repetition.
+		op.ErrorType = strconv.Itoa(jsonrpc.CodeInvalidParams)
+		writeError(w, http.StatusOK, m.ID, jsonrpc.CodeInvalidParams,
+			fmt.Sprintf("Invalid params for %s: a parameter is too long to repeat in this error; check the names and values sent.", method))
+		return nil
 	case ans.overflow:
 		// Cannot happen while every tool result is capped at 32 KiB; if it
 		// does, the request fails cleanly instead of buffering without end.
@@ -451,12 +479,18 @@ func (e *Endpoint) serve(w http.ResponseWriter, r *http.Request, c Caller, body 
 		return nil
 	case out.seen:
 		op.ErrorType = out.errorType()
+		if out.code != 0 {
+			// An error of the SDK's own dispatch (an unknown tool, prompt
+			// or resource) repeats the name the client sent.
+			tidySDKError(ans, method)
+		}
 	case ans.body.Len() > 0:
 		// The SDK answered before any method handler ran (parameters that
 		// do not decode, or its per-request protocol checks): the one kind
 		// of answer this server did not see being made, read back for its
-		// error code. A success always passes a handler.
-		op.ErrorType = errorCodeOf(ans.body.Bytes())
+		// error code and made fit for the client. A success always passes
+		// a handler.
+		op.ErrorType = tidySDKError(ans, method)
 	}
 	if hold {
 		return ans
@@ -521,17 +555,57 @@ func (o *outcome) observe(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// errorCodeOf reads the error code of a JSON-RPC answer ("" for none).
-func errorCodeOf(body []byte) string {
+// maxEcho bounds what an error message repeats of a client's message.
+const maxEcho = 200
+
+// goField finds the parameter that did not decode in the SDK's message
+// ("… into Go struct field mcp.initializeParamsV2.capabilities of type
+// mcp.clientCapabilitiesV2"): the last name of the path, a JSON member.
+var goField = regexp.MustCompile(`Go struct field [A-Za-z0-9_.]*\.([A-Za-z0-9_]+) of type`)
+
+// tidySDKError rewrites an error the SDK answered before any handler ran
+// into one fit for a client, in place, and returns its code ("" when the
+// answer is no error). The SDK's messages for params that do not decode
+// name Go types and repeat the raw params, and for some methods
+// (initialize) come with code 0, which JSON-RPC does not define: those
+// become -32602 naming the parameter. Other messages and their data are
+// kept, shortened where they repeat a long name or URI.
+func tidySDKError(a *answer, method string) string {
 	var r struct {
-		Error *struct {
-			Code int `json:"code"`
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *struct {
+			Code    int             `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data,omitempty"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(body, &r) != nil || r.Error == nil {
+	if json.Unmarshal(a.body.Bytes(), &r) != nil || r.Error == nil {
 		return ""
 	}
-	return strconv.Itoa(r.Error.Code)
+	e := r.Error
+	if e.Code == 0 || strings.Contains(e.Message, "unmarshal") {
+		sdk := e.Message
+		e.Code = jsonrpc.CodeInvalidParams
+		e.Message = fmt.Sprintf("Invalid params for %s.", method)
+		if f := goField.FindStringSubmatch(sdk); f != nil {
+			e.Message = fmt.Sprintf("Invalid params for %s: %q has the wrong type.", method, f[1])
+		}
+		e.Data = nil
+	}
+	e.Message = codelotse.Clip(e.Message, 2*maxEcho)
+	if len(e.Data) > 2*maxEcho {
+		e.Data = nil
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return strconv.Itoa(e.Code)
+	}
+	a.body.Reset()
+	a.body.Write(body)
+	a.body.WriteByte('\n')
+	a.header.Del("Content-Length")
+	return strconv.Itoa(e.Code)
 }
 
 // answer holds the transport's answer until it is complete, so that an
@@ -544,6 +618,9 @@ type answer struct {
 	body     bytes.Buffer
 	limit    int
 	overflow bool
+	// head is the start of an answer that overflowed, enough to tell an
+	// error from a result (isError).
+	head []byte
 }
 
 // errAnswerTooLarge stops the transport's write once the bound is passed.
@@ -555,11 +632,46 @@ func (a *answer) Write(b []byte) (int, error) {
 		a.status = http.StatusOK
 	}
 	if a.overflow || a.body.Len()+len(b) > a.limit {
+		if !a.overflow {
+			a.body.Write(b[:min(len(b), answerHead)])
+			a.head = bytes.Clone(a.body.Bytes()[:min(a.body.Len(), answerHead)])
+		}
 		a.overflow = true
 		a.body.Reset()
 		return 0, errAnswerTooLarge
 	}
 	return a.body.Write(b)
+}
+
+// answerHead is as much of an overflowing answer as isError reads: the
+// envelope's first members, an id of up to MaxIDBytes among them.
+const answerHead = MaxIDBytes + 256
+
+// isError says whether an answer that overflowed was a JSON-RPC error:
+// its members before "error" or "result" are "jsonrpc" and "id", so the
+// first member that is neither decides.
+func (a *answer) isError() bool {
+	d := json.NewDecoder(bytes.NewReader(a.head))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	for {
+		t, err := d.Token()
+		if err != nil {
+			return false
+		}
+		switch t {
+		case "error":
+			return true
+		case "jsonrpc", "id":
+			var skip json.RawMessage
+			if d.Decode(&skip) != nil {
+				return false
+			}
+		default:
+			return false
+		}
+	}
 }
 func (a *answer) WriteHeader(code int) {
 	if a.status == 0 {

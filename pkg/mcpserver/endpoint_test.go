@@ -75,6 +75,16 @@ func TestProtocolErrorsAreJSONRPC(t *testing.T) {
 		{"jsonrpc 1.0", `{"jsonrpc":"1.0","method":"ping"}`, nil, 400, -32600, "null", `"jsonrpc" must be "2.0"`},
 		{"object id", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, nil, 400, -32600, "null", "id must be"},
 		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, nil, 400, -32600, "null", "id must be"},
+		// The SDK carries numeric ids as float64: beyond 2^53 the answer's
+		// id would differ from the request's (2^63-1 came back as -2^63).
+		{"integer id beyond 2^53", `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, nil, 400, -32600, "null", "id must be"},
+		{"integer id beyond int64", `{"jsonrpc":"2.0","id":99999999999999999999,"method":"ping"}`, nil, 400, -32600, "null", "id must be"},
+		{"negative id beyond 2^53", `{"jsonrpc":"2.0","id":-9007199254740993,"method":"ping"}`, nil, 400, -32600, "null", "id must be"},
+		// Every answer repeats the id: a long one made the answer too
+		// large to send (a 500, or a 400 with no body).
+		{"string id over MaxIDBytes", `{"jsonrpc":"2.0","id":"` + strings.Repeat("x", MaxIDBytes) + `","method":"nope"}`, nil, 400, -32600, "null", "id must be"},
+		{"a method name of 300 KB", `{"jsonrpc":"2.0","id":2,"method":"` + strings.Repeat("m", 300_000) + `"}`, nil, 400, -32601, "2", "Method not found: mmm"},
+		{"a protocol version of 60 KB", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Mcp-Protocol-Version": "2" + strings.Repeat("0", 60_000)}, 400, -32600, "2", "unsupported protocol version"},
 		{"unknown method", `{"jsonrpc":"2.0","id":7,"method":"no/such/method"}`, nil, 400, -32601, "7", "Method not found: no/such/method"},
 		{"unknown method, 2026-07-28", `{"jsonrpc":"2.0","id":7,"method":"no/such/method"}`, map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, 404, -32601, "7", "Method not found"},
 		{"unknown notification", `{"jsonrpc":"2.0","method":"notifications/nope"}`, nil, 400, -32601, "null", "Method not found"},
@@ -99,7 +109,63 @@ func TestProtocolErrorsAreJSONRPC(t *testing.T) {
 				t.Fatalf("not a JSON-RPC error: %s", rec.Body)
 			}
 			if a.Error.Code != tc.code || !strings.Contains(a.Error.Message, tc.text) || string(a.ID) != tc.id {
-				t.Errorf("id %s error %d %q, want id %s, %d containing %q", a.ID, a.Error.Code, a.Error.Message, tc.id, tc.code, tc.text)
+				t.Errorf("id %.40s error %d %.100q, want id %s, %d containing %q", a.ID, a.Error.Code, a.Error.Message, tc.id, tc.code, tc.text)
+			}
+			if rec.Body.Len() > 2<<10 {
+				t.Errorf("the error answer is %d bytes: it repeats the request", rec.Body.Len())
+			}
+		})
+	}
+}
+
+// TestSDKErrorsFitForClients: what the SDK answers before any handler runs
+// is rewritten when it is not fit for a client: params that do not decode
+// get -32602 naming the parameter (initialize's came with code 0 and Go
+// type names), and an error repeating a long name, URI or the raw params
+// is shortened, or replaced when it would not fit in an answer at all (a
+// 500 before). Nothing is lost: the id is the request's.
+func TestSDKErrorsFitForClients(t *testing.T) {
+	e := bareEndpoint(t)
+	long := strings.Repeat("a", 300_000)
+	medium := strings.Repeat("a", 20_000)
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		text       string
+	}{
+		{"initialize with a mistyped protocolVersion", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5,"capabilities":{},"clientInfo":{"name":"p","version":"1"}}}`,
+			-32602, `Invalid params for initialize: "protocolVersion" has the wrong type.`},
+		{"initialize with capabilities as an array", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":[],"clientInfo":{"name":"p","version":"1"}}}`,
+			-32602, `Invalid params for initialize: "capabilities" has the wrong type.`},
+		{"tools/list with a numeric cursor", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":5}}`,
+			-32602, `Invalid params for tools/list: "cursor" has the wrong type.`},
+		{"tools/call with a numeric name and 300 KB more", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5,"pad":"` + long + `"}}`,
+			-32602, "Invalid params for tools/call"},
+		{"an unknown tool of 300 KB", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + long + `"}}`,
+			-32602, "too long to repeat"},
+		{"an unknown tool of 20 KB", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + medium + `"}}`,
+			-32602, "unknown tool"},
+		{"an unknown prompt of 300 KB", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"` + long + `"}}`,
+			-32602, "too long to repeat"},
+		{"a resource URI of 300 KB", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + long + `"}}`,
+			-32602, "too long to repeat"},
+		{"a resource URI of 20 KB", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + medium + `"}}`,
+			-32602, "Resource not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := post(e, tc.body, map[string]string{"Mcp-Protocol-Version": ""})
+			var a rpcAnswer
+			if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &a) != nil || a.Error == nil {
+				t.Fatalf("status %d body %.300s", rec.Code, rec.Body)
+			}
+			if a.Error.Code != tc.code || !strings.Contains(a.Error.Message, tc.text) || string(a.ID) != "1" {
+				t.Errorf("id %s error %d %.200q, want id 1, %d containing %q", a.ID, a.Error.Code, a.Error.Message, tc.code, tc.text)
+			}
+			if strings.Contains(a.Error.Message, "mcp.") || strings.Contains(a.Error.Message, "Go struct") {
+				t.Errorf("the message names Go types: %q", a.Error.Message)
+			}
+			if rec.Body.Len() > 2<<10 {
+				t.Errorf("the error answer is %d bytes: it repeats the request", rec.Body.Len())
 			}
 		})
 	}
@@ -115,6 +181,9 @@ func TestMethodsTheSDKServes(t *testing.T) {
 		want       string
 	}{
 		{"ping", `{"jsonrpc":"2.0","id":"p","method":"ping"}`, nil, 200, `"result":{}`},
+		{"the largest integer id", `{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}`, nil, 200, `"id":9007199254740991,`},
+		{"the smallest integer id", `{"jsonrpc":"2.0","id":-9007199254740991,"method":"ping"}`, nil, 200, `"id":-9007199254740991,`},
+		{"a string id of MaxIDBytes", `{"jsonrpc":"2.0","id":"` + strings.Repeat("x", MaxIDBytes-2) + `","method":"ping"}`, nil, 200, `"result":{}`},
 		{"initialize", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, map[string]string{"Mcp-Protocol-Version": ""}, 200, `"protocolVersion":"2025-06-18"`},
 		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil, 202, ``},
 		{"tools/list", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil, 200, `"name":"search_code"`},

@@ -212,8 +212,15 @@ func (s *session) wrap(t tool) mcp.ToolHandler {
 	}
 }
 
+// MaxToolErrorBytes bounds an in-band tool error's text. The texts are
+// written for the agent and short, but many repeat the argument they refuse
+// ("Invalid path glob \"…\""), and an argument may be nearly as long as the
+// 1 MiB request: unbounded, the error broke the 32 KiB cap on every answer
+// and could push the answer past MaxAnswerBytes (a 500).
+const MaxToolErrorBytes = 2 << 10
+
 func errorResult(msg string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: codelotse.Clip(msg, MaxToolErrorBytes)}}}
 }
 
 func ptr[T any](v T) *T { return &v }

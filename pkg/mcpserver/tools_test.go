@@ -205,6 +205,18 @@ func TestSearchCode(t *testing.T) {
 		{name: "pull_request without repository", args: map[string]any{"query": "NeedleHandler", "pull_request": 1}, isError: true, want: []string{"pull_request needs repository"}},
 		{name: "pull_request below the minimum", args: map[string]any{"query": "NeedleHandler", "repository": "acme/r0", "pull_request": 0}, isError: true, want: []string{"pull_request must be 1 or more."}},
 		{name: "regex of the wrong type", args: map[string]any{"query": "x", "regex": "yes"}, isError: true, want: []string{`Invalid argument "regex": expected true or false.`}},
+		// Stored text never holds NUL and the database refuses a pattern
+		// with one: a regex requiring one finds nothing (it was an
+		// internal error), one that makes it optional finds as usual.
+		{name: "a regex requiring NUL", args: map[string]any{"query": `\x00NeedleHandler`, "regex": true}, notWant: []string{"main.go", "Internal error"}},
+		{name: "a case-sensitive regex requiring NUL", args: map[string]any{"query": `NeedleHandler[\x00]`, "regex": true, "case_sensitive": true, "repository": "acme/r0"}, notWant: []string{"main.go", "Internal error"}},
+		{name: "a regex with an optional NUL", args: map[string]any{"query": `func \x00?NeedleHandler`, "regex": true}, want: []string{"func NeedleHandler"}},
+		// maxLength counts characters: 1,000 of three bytes each is allowed.
+		{name: "a query of 1000 three-byte characters", args: map[string]any{"query": strings.Repeat("€", 1000)}, notWant: []string{"main.go", "longer than"}},
+		{name: "a query of 1001 three-byte characters", args: map[string]any{"query": strings.Repeat("€", 1001)}, isError: true, want: []string{"query is longer than 1000 characters."}},
+		// An error that repeats an argument repeats at most MaxToolErrorBytes
+		// of it: the answer stays within the 32 KiB cap.
+		{name: "an error repeating a long glob", args: map[string]any{"query": "NeedleHandler", "path": "[" + strings.Repeat("a", 300_000)}, isError: true, want: []string{"Invalid path glob", "…"}},
 	})
 }
 

@@ -212,7 +212,7 @@ func (tx *Tx) ExchangeOAuthCode(ctx context.Context, ex CodeExchange) (_ Issued,
 			if err := tx.revokeGrant(ctx, *grantID, "code_reused"); err != nil {
 				return Issued{}, nil, err
 			}
-			if err := tx.insertAudit(ctx, Actor{Label: "oauth client " + clip(clientID, 200)}, "oauth.code_reused", *grantID,
+			if err := tx.insertAudit(ctx, Actor{Label: "oauth client " + codelotse.Clip(clientID, 200)}, "oauth.code_reused", *grantID,
 				map[string]any{"client": clientName}); err != nil {
 				return Issued{}, nil, err
 			}
@@ -279,7 +279,7 @@ func (tx *Tx) ExchangeOAuthCode(ctx context.Context, ex CodeExchange) (_ Issued,
 		return Issued{}, nil, err
 	}
 	return in, nil, tx.insertAudit(ctx, Actor{UserID: userID, Label: email}, "oauth.granted", gid,
-		map[string]any{"client": name, "client_id": clip(clientID, 200), "user": email, "expires_at": g.expires})
+		map[string]any{"client": name, "client_id": codelotse.Clip(clientID, 200), "user": email, "expires_at": g.expires})
 }
 
 type grantRow struct {
@@ -365,7 +365,7 @@ func (tx *Tx) RefreshOAuthToken(ctx context.Context, r RefreshExchange) (_ Issue
 		if err := tx.revokeGrant(ctx, g.id, "refresh_reused"); err != nil {
 			return Issued{}, nil, err
 		}
-		if err := tx.insertAudit(ctx, Actor{Label: "oauth client " + clip(clientID, 200)}, "oauth.refresh_reused", g.id,
+		if err := tx.insertAudit(ctx, Actor{Label: "oauth client " + codelotse.Clip(clientID, 200)}, "oauth.refresh_reused", g.id,
 			map[string]any{"client": g.name}); err != nil {
 			return Issued{}, nil, err
 		}
@@ -456,7 +456,7 @@ func (tx *Tx) RevokeByToken(ctx context.Context, hash []byte, clientID string) (
 	if err := tx.revokeGrant(ctx, grantID, "revoked_by_client"); err != nil {
 		return err
 	}
-	return tx.insertAudit(ctx, Actor{Label: "oauth client " + clip(clientID, 200)}, "oauth.revoked", grantID, map[string]any{"client": name})
+	return tx.insertAudit(ctx, Actor{Label: "oauth client " + codelotse.Clip(clientID, 200)}, "oauth.revoked", grantID, map[string]any{"client": name})
 }
 
 // Grant is an OAuth grant as the pages list it.
@@ -509,11 +509,4 @@ func (tx *Tx) ListGrants(ctx context.Context, userID string) (_ []Grant, err err
 func (tx *Tx) ActiveAccess(ctx context.Context, userID string, now time.Time) (_ int, err error) {
 	defer wrap(&err, "postgres.ActiveAccess")
 	return tx.activeAccess(ctx, userID, now)
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
