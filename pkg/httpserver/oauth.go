@@ -711,7 +711,7 @@ func (s *Server) mcpRevokeGrant(c echo.Context) error {
 
 // adminRevokeGrant is POST /t/:slug/admin/grants/:id/revoke.
 func (s *Server) adminRevokeGrant(c echo.Context) error {
-	return s.adminDo(c, "Connected client revoked.", func(ctx context.Context, tx *postgres.Tx, actor postgres.Actor) error {
+	return s.adminDo(c, "grant-revoked", func(ctx context.Context, tx *postgres.Tx, actor postgres.Actor) error {
 		return tx.RevokeGrant(ctx, c.Param("id"), "", actor)
 	})
 }
@@ -720,12 +720,15 @@ func (s *Server) adminRevokeGrant(c echo.Context) error {
 // for the tenant. Off: every OAuth access token answers 401 at once;
 // personal access tokens keep working.
 func (s *Server) adminSetOAuth(c echo.Context) error {
-	on := c.FormValue("enabled") == "on"
-	done := "OAuth clients switched off."
+	on, bad := switchValue(c, "enabled", "on", "off")
+	done := "oauth-off"
 	if on {
-		done = "OAuth clients switched on."
+		done = "oauth-on"
 	}
 	return s.adminDo(c, done, func(ctx context.Context, tx *postgres.Tx, actor postgres.Actor) error {
+		if bad != nil {
+			return bad
+		}
 		_, err := tx.SetOAuthEnabled(ctx, on, actor)
 		return err
 	})

@@ -164,6 +164,21 @@ var adminNotices = map[string]string{
 	"mapping-added":   "Mapping added.",
 	"mapping-removed": "Mapping removed.",
 	"token-revoked":   "Token revoked.",
+	"grant-revoked":   "Connected client revoked.",
+	"oauth-on":        "OAuth clients switched on.",
+	"oauth-off":       "OAuth clients switched off.",
+}
+
+// switchValue reads a switch's form field, which the page sends as one of
+// two values: anything else is a malformed request, not "off".
+func switchValue(c echo.Context, name, on, off string) (bool, error) {
+	switch c.FormValue(name) {
+	case on:
+		return true, nil
+	case off:
+		return false, nil
+	}
+	return false, codelotse.Errorf(codelotse.Invalid, "The switch was sent without a valid value (%s or %s). Nothing was changed.", on, off)
 }
 
 // adminDo runs an admin change and returns to the page with a notice (a key
@@ -197,12 +212,15 @@ func (s *Server) adminDo(c echo.Context, done string, fn func(ctx context.Contex
 
 // adminSetMCP is POST /t/:slug/admin/mcp.
 func (s *Server) adminSetMCP(c echo.Context) error {
-	on := c.FormValue("enabled") == "true"
+	on, bad := switchValue(c, "enabled", "true", "false")
 	msg := "mcp-off"
 	if on {
 		msg = "mcp-on"
 	}
 	return s.adminDo(c, msg, func(ctx context.Context, tx *postgres.Tx, a postgres.Actor) error {
+		if bad != nil {
+			return bad
+		}
 		_, err := tx.SetMCPEnabled(ctx, on, a)
 		return err
 	})
@@ -217,6 +235,9 @@ func (s *Server) adminSaveIdP(c echo.Context) error {
 	scopes := strings.Fields(c.FormValue("scopes"))
 	enabled := c.FormValue("enabled") == "true"
 	return s.adminDo(c, "idp-saved", func(ctx context.Context, tx *postgres.Tx, a postgres.Actor) error {
+		if len(issuer) > maxIdPField || len(clientID) > maxIdPField || len(secret) > maxIdPField || len(claim) > 200 {
+			return codelotse.Errorf(codelotse.Invalid, "The issuer, client id and client secret are at most %d characters, the groups claim 200.", maxIdPField)
+		}
 		if !issuerAllowed(issuer) {
 			return codelotse.Errorf(codelotse.Invalid, "The issuer must be an https URL such as https://login.example.com (plain http only on this machine's loopback).")
 		}
@@ -227,8 +248,17 @@ func (s *Server) adminSaveIdP(c echo.Context) error {
 		if err != nil && codelotse.ErrorCode(err) != codelotse.NotFound {
 			return err
 		}
+		if err == nil && existing.Issuer != issuer {
+			// This page edits the tenant's one provider: another issuer
+			// corrects it (a typo) rather than adding a second provider,
+			// which left the tenant with two and nobody able to sign in.
+			if err := tx.ChangeIdentityProviderIssuer(ctx, existing.ID, issuer, a); err != nil {
+				return err
+			}
+			existing.Issuer = issuer
+		}
 		if secret == "" {
-			if err != nil || existing.Issuer != issuer {
+			if err != nil {
 				return codelotse.Errorf(codelotse.Invalid, "The client secret is required for a new provider.")
 			}
 			secret = existing.ClientSecret // blank keeps the stored secret
@@ -313,6 +343,10 @@ func contains(list []string, s string) bool {
 // development provider): the server fetches the issuer's discovery
 // document, so an admin must not be able to point it at internal plain-http
 // services.
+// maxIdPField bounds the identity provider's settings on the admin page
+// (a URL of 2,000 characters is already far longer than any issuer).
+const maxIdPField = 2000
+
 func issuerAllowed(issuer string) bool {
 	u, err := url.Parse(issuer)
 	if err != nil || u.Host == "" || u.User != nil {

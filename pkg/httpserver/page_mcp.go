@@ -180,7 +180,8 @@ func (s *Server) mcpCreateToken(c echo.Context) error {
 	}
 	days := tokens.DefaultExpiryDays
 	if v := formValue(c, "expires_days"); v != "" {
-		if days, err = strconv.Atoi(v); err != nil {
+		// 0 is out of range here (ExpiresAt reads it as "the default").
+		if days, err = strconv.Atoi(v); err != nil || days == 0 {
 			return fail(http.StatusBadRequest, "Expiry must be a number of days from 1 to 90.")
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"html/template"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,6 +25,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/githubapp"
 	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/mcpserver"
+	"github.com/codelotse/codelotse/pkg/oauth"
 	"github.com/codelotse/codelotse/pkg/oidc"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/ratelimit"
@@ -261,20 +263,45 @@ const maxFormBytes = 64 << 10
 // refuses them in text, and they must never turn into a 500. Bearer and
 // webhook bodies are JSON and are not read here (the webhook's body is read
 // only after its rate limit).
+//
+// Every form body is read here, whatever the case of its media type
+// (media types are case-insensitive, and Go's form parsing reads
+// "Application/X-WWW-Form-Urlencoded" too). No page or OAuth endpoint takes
+// multipart/form-data, which Go's form parsing would also read, so it is
+// refused. The OAuth endpoints that clients call (token, revoke, register)
+// get RFC 6749's JSON error instead of a page.
 func (s *Server) plainInput(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
+		refuse := func(page, oauthMsg string) error {
+			if r.Method == http.MethodPost && oauthClientEndpoint(r.URL.Path) {
+				c.Response().Header().Set("Cache-Control", "no-store")
+				return tokenError(c, oauth.Errorf(oauth.ErrInvalidRequest, oauthMsg))
+			}
+			return s.page(c, http.StatusBadRequest, "Bad request", page)
+		}
+		const badChars = "The request contains characters that no page accepts (a NUL byte or invalid UTF-8). Go back to the page and try again."
 		bad := !plainText(r.URL.Path)
 		for _, vs := range r.URL.Query() {
 			for _, v := range vs {
 				bad = bad || !plainText(v)
 			}
 		}
-		if !bad && r.Method == http.MethodPost && r.URL.Path != "/mcp" && r.URL.Path != "/webhooks/github" &&
-			strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		if bad {
+			return refuse(badChars, "a parameter holds a NUL byte or invalid UTF-8")
+		}
+		if r.Method != http.MethodPost || r.URL.Path == "/mcp" || strings.HasSuffix(r.URL.Path, "/mcp") || r.URL.Path == "/webhooks/github" {
+			return next(c)
+		}
+		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		switch mt {
+		case "multipart/form-data":
+			return refuse("Forms are sent as application/x-www-form-urlencoded. Go back to the page and try again.",
+				"send parameters as application/x-www-form-urlencoded")
+		case "application/x-www-form-urlencoded":
 			r.Body = http.MaxBytesReader(c.Response(), r.Body, maxFormBytes)
 			if err := r.ParseForm(); err != nil {
-				return s.page(c, http.StatusBadRequest, "Bad request", "The form could not be read. Go back to the page and try again.")
+				return refuse("The form could not be read. Go back to the page and try again.", "the form could not be read (at most 64 KiB)")
 			}
 			for k, vs := range r.PostForm {
 				bad = bad || !plainText(k)
@@ -282,12 +309,20 @@ func (s *Server) plainInput(next echo.HandlerFunc) echo.HandlerFunc {
 					bad = bad || !plainText(v)
 				}
 			}
-		}
-		if bad {
-			return s.page(c, http.StatusBadRequest, "Bad request", "The request contains characters that no page accepts (a NUL byte or invalid UTF-8). Go back to the page and try again.")
+			if bad {
+				return refuse(badChars, "a parameter holds a NUL byte or invalid UTF-8")
+			}
 		}
 		return next(c)
 	}
+}
+
+// oauthClientEndpoint reports whether path is one of the OAuth endpoints
+// that clients (not browsers) call, whose errors are JSON (RFC 6749 §5.2,
+// RFC 7009 §2.2.1, RFC 7591 §3.2.2).
+func oauthClientEndpoint(path string) bool {
+	return strings.HasPrefix(path, "/t/") &&
+		(strings.HasSuffix(path, "/oauth/token") || strings.HasSuffix(path, "/oauth/revoke") || strings.HasSuffix(path, "/oauth/register"))
 }
 
 // plainText reports whether v is valid UTF-8 without NUL bytes.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/codelotse/codelotse/pkg/shape"
 )
 
 // MaxMetadataBytes caps a client ID metadata document (the draft suggests
@@ -174,15 +176,17 @@ func newClient(clientID, name, clientURI string, redirects []string) (Client, *E
 	return Client{ClientID: clientID, Name: name, RedirectURIs: redirects, ClientURI: clientURI}, nil
 }
 
-// cleanName trims a client name to 100 characters without control
-// characters (it is shown on the consent page and the access page).
+// cleanName trims a client name to 100 characters without control,
+// invisible or bidirectional-override characters (shape.Sanitize, as for
+// what agents read): it is shown on the consent page and the access page,
+// where "Claude\u202e..." would read as another client's name.
 func cleanName(s string) string {
-	s = strings.Map(func(r rune) rune {
+	s = shape.Sanitize(strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return -1
 		}
 		return r
-	}, strings.TrimSpace(s))
+	}, strings.TrimSpace(s)))
 	if !utf8.ValidString(s) {
 		return ""
 	}

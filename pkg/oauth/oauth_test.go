@@ -160,6 +160,12 @@ func TestParseMetadataDocument(t *testing.T) {
 	if c.Name != "ab" {
 		t.Errorf("control characters kept in name: %q", c.Name)
 	}
+	// A right-to-left override and invisible characters would make the
+	// consent page show another client's name.
+	c, _ = ParseMetadataDocument(id, []byte(`{"client_id":"`+id+`","client_name":"Claude\u202e\u200b\u2066 Desktop\u00ad","redirect_uris":["http://127.0.0.1/cb"]}`))
+	if c.Name != "Claude Desktop" {
+		t.Errorf("invisible or bidirectional characters kept in name: %q", c.Name)
+	}
 }
 
 func TestCheckRegistration(t *testing.T) {

@@ -43,6 +43,40 @@ func (tx *Tx) UpsertIdentityProvider(ctx context.Context, p IdentityProvider, ac
 	return p, tx.insertAudit(ctx, actor, "idp.saved", p.Issuer, map[string]any{"client_id": p.ClientID, "groups_claim": p.GroupsClaim})
 }
 
+// ChangeIdentityProviderIssuer gives provider id another issuer, keeping its
+// group mappings, with an audit event. Only while nobody has signed in
+// through it: a user is the provider's subject, and a subject is the
+// issuer's (the same subject at another issuer is another person), so a
+// provider in use is refused with Conflict and nothing changes. This is
+// the admin page's correction of a mistyped issuer; moving a tenant whose
+// people signed in to another provider is not supported (docs/operations.md).
+func (tx *Tx) ChangeIdentityProviderIssuer(ctx context.Context, id, issuer string, actor Actor) (err error) {
+	defer wrap(&err, "postgres.ChangeIdentityProviderIssuer")
+	tenantID := tx.tenantID
+	var old string
+	var inUse bool
+	err = tx.q.QueryRow(ctx, `SELECT p.issuer, EXISTS (SELECT 1 FROM users u WHERE u.tenant_id = p.tenant_id AND u.idp_id = p.id)
+		FROM identity_providers p WHERE p.tenant_id = $1 AND p.id = $2 FOR UPDATE OF p`, tenantID, id).Scan(&old, &inUse)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return codelotse.Errorf(codelotse.NotFound, "identity provider not found")
+	case err != nil:
+		return err
+	case old == issuer:
+		return nil
+	case inUse:
+		return codelotse.Errorf(codelotse.Conflict, "People have signed in through %s, so its issuer cannot be changed: their accounts belong to it (the same subject at another issuer is another person). Nothing was saved.", old)
+	}
+	_, err = tx.q.Exec(ctx, `UPDATE identity_providers SET issuer = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, id, issuer)
+	if isUniqueViolation(err, "") {
+		return codelotse.Errorf(codelotse.Conflict, "This organisation already has a provider with issuer %s.", issuer)
+	}
+	if err != nil {
+		return err
+	}
+	return tx.insertAudit(ctx, actor, "idp.issuer_changed", issuer, map[string]any{"from": old})
+}
+
 // IdentityProviderByIssuer finds a provider; issuer "" means the tenant's
 // only provider.
 func (tx *Tx) IdentityProviderByIssuer(ctx context.Context, issuer string) (_ IdentityProvider, err error) {

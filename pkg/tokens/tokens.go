@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/shape"
 )
 
 const (
@@ -72,13 +73,12 @@ func Last4(token string) string {
 	return token[len(token)-4:]
 }
 
-// CheckName validates a token name: 1–100 characters after trimming spaces.
+// CheckName validates a token name: 1–100 characters after trimming spaces
+// and dropping invisible and bidirectional-control characters
+// (shape.Sanitize): the name is shown on the access page and in audits,
+// where a zero-width name or a right-to-left override would mislead.
 func CheckName(name string) (string, error) {
 	name = strings.TrimSpace(name)
-	n := utf8.RuneCountInString(name)
-	if n < 1 || n > MaxNameRune {
-		return "", codelotse.Errorf(codelotse.Invalid, "token name must be 1 to %d characters", MaxNameRune)
-	}
 	if !utf8.ValidString(name) {
 		return "", codelotse.Errorf(codelotse.Invalid, "token name must be valid UTF-8")
 	}
@@ -86,6 +86,11 @@ func CheckName(name string) (string, error) {
 		if r < 0x20 || r == 0x7f {
 			return "", codelotse.Errorf(codelotse.Invalid, "token name must not contain control characters")
 		}
+	}
+	name = strings.TrimSpace(shape.Sanitize(name))
+	n := utf8.RuneCountInString(name)
+	if n < 1 || n > MaxNameRune {
+		return "", codelotse.Errorf(codelotse.Invalid, "token name must be 1 to %d characters", MaxNameRune)
 	}
 	return name, nil
 }

@@ -80,6 +80,11 @@ func TestCheckName(t *testing.T) {
 		{strings.Repeat("ä", 100), strings.Repeat("ä", 100), true},
 		{strings.Repeat("a", 101), "", false},
 		{"bad\nname", "", false},
+		// Invisible and bidirectional controls are dropped: a name of
+		// only those is empty.
+		{"\u200b", "", false},
+		{" \u200b\u2060 ", "", false},
+		{"lap\u202etop\u00ad", "laptop", true},
 	} {
 		got, err := CheckName(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
