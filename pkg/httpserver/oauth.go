@@ -565,8 +565,12 @@ func (s *Server) oauthToken(c echo.Context) error {
 }
 
 // checkForm requires a form body (RFC 6749 §3.2) without repeated
-// parameters.
+// parameters, and nothing in the query string: parameters belong in the
+// body (§4.1.3), and the handlers' FormValue would read the query too.
 func checkForm(c echo.Context) *oauth.Error {
+	if c.Request().URL.RawQuery != "" {
+		return oauth.Errorf(oauth.ErrInvalidRequest, "send parameters in the request body, not the URL")
+	}
 	ct := c.Request().Header.Get("Content-Type")
 	if !strings.HasPrefix(strings.ToLower(ct), "application/x-www-form-urlencoded") {
 		return oauth.Errorf(oauth.ErrInvalidRequest, "send parameters as application/x-www-form-urlencoded")

@@ -204,3 +204,42 @@ func TestTokenFormExpiryZero(t *testing.T) {
 		t.Errorf("tokens after a refused form: %d (%v)", n, err)
 	}
 }
+
+// TestTokenEndpointReadsTheBody: parameters in the URL are refused (they
+// were read as if in the body), and a refusal at code exchange uses the
+// token endpoint's own error codes (access_denied is not one of them).
+func TestTokenEndpointReadsTheBody(t *testing.T) {
+	f := newOAuthFixture(t, nil)
+	const redirect = "http://127.0.0.1/callback"
+	clientID := f.register(redirect)
+	_, q := f.authorize(authParams(clientID, redirect), f.cookie, "approve")
+	form := codeForm(clientID, q.Get("code"), redirect, verifier)
+	req := httptest.NewRequest(http.MethodPost, "/t/acme/oauth/token?"+form.Encode(), strings.NewReader(""))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := f.do(req)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "invalid_request") {
+		t.Errorf("parameters in the URL: %d %s", rec.Code, rec.Body)
+	}
+
+	_, q = f.authorize(authParams(clientID, redirect), f.cookie, "approve")
+	f.exec(`UPDATE tenant_settings SET settings = jsonb_set(coalesce(settings, '{}'), '{oauth}', '{"enabled": false}') WHERE tenant_id = $1`)
+	if a := f.token(codeForm(clientID, q.Get("code"), redirect, verifier)); a.Status != http.StatusBadRequest || a.Error != "invalid_grant" {
+		t.Errorf("exchange while OAuth is off: %+v, want 400 invalid_grant", a)
+	}
+}
+
+// TestHeadIsServedAsGet: HEAD of a GET route answers as GET does, without
+// a body (it was a 405 for /healthz and a 404 for the pages).
+func TestHeadIsServedAsGet(t *testing.T) {
+	srv, _, _, cookie := webFixture(t, DefaultLimits)
+	for _, path := range []string{"/healthz", "/", "/t/acme/mcp", "/t/acme/admin"} {
+		req := httptest.NewRequest(http.MethodHead, path, nil)
+		req.AddCookie(cookie)
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		want := get(srv, path, cookie)
+		if rec.Code != want.Code || rec.Body.Len() != 0 || rec.Header().Get("Content-Type") != want.Header().Get("Content-Type") {
+			t.Errorf("HEAD %s: %d %q with %d bytes; GET: %d %q", path, rec.Code, rec.Header().Get("Content-Type"), rec.Body.Len(), want.Code, want.Header().Get("Content-Type"))
+		}
+	}
+}

@@ -180,7 +180,25 @@ func New(cfg Config) (*Server, error) {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+//
+// HEAD is served as GET with the body dropped: a server that answers GET
+// must answer HEAD (RFC 9110 §9.1), uptime checks and link checkers send
+// it, and the router knows only the GET routes (HEAD /healthz was a 405).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead {
+		get := r.Clone(r.Context())
+		get.Method = http.MethodGet
+		s.echo.ServeHTTP(headWriter{w}, get)
+		return
+	}
+	s.echo.ServeHTTP(w, r)
+}
+
+// headWriter drops a body written in answer to HEAD (net/http does too;
+// this keeps the answer right behind any other writer).
+type headWriter struct{ http.ResponseWriter }
+
+func (h headWriter) Write(b []byte) (int, error) { return len(b), nil }
 
 // origin normalises a URL to scheme://host[:port] in lower case.
 func origin(raw string) (string, error) {

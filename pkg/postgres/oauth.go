@@ -240,7 +240,9 @@ func (tx *Tx) ExchangeOAuthCode(ctx context.Context, ex CodeExchange) (_ Issued,
 		if err != nil {
 			return Issued{}, nil, err
 		}
-		return Issued{}, oauth.Errorf(oauth.ErrAccessDenied, "this organisation has switched OAuth clients off"), nil
+		// invalid_grant, not access_denied: the token endpoint's errors are
+		// RFC 6749 §5.2's, and the grant is what no longer holds.
+		return Issued{}, oauth.Errorf(oauth.ErrInvalidGrant, "this organisation has switched OAuth clients off"), nil
 	}
 	var email string
 	err = tx.q.QueryRow(ctx, `SELECT email FROM users WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, tenantID, userID).Scan(&email)
@@ -255,7 +257,7 @@ func (tx *Tx) ExchangeOAuthCode(ctx context.Context, ex CodeExchange) (_ Issued,
 		return Issued{}, nil, err
 	}
 	if n >= tokens.MaxActive {
-		return Issued{}, oauth.Errorf(oauth.ErrAccessDenied, "the person already has the most active tokens and connected clients allowed; they must revoke one first"), nil
+		return Issued{}, oauth.Errorf(oauth.ErrInvalidGrant, "the person already has the most active tokens and connected clients allowed; they must revoke one first"), nil
 	}
 	name := clientName
 	if name == "" {
