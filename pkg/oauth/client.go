@@ -215,6 +215,12 @@ func CheckRedirectURI(raw string) *Error {
 	if u.Fragment != "" || strings.Contains(raw, "#") {
 		return bad("must not contain a fragment")
 	}
+	if u.User != nil {
+		// https://user:pw@host/cb: credentials in a redirect end up in
+		// logs and histories, and "user@" can disguise the host to a
+		// person reading it (as client_id URLs, which refuse them too).
+		return bad("must not contain a user name or password")
+	}
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 		if u.Host == "" {
