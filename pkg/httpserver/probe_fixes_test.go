@@ -243,3 +243,25 @@ func TestHeadIsServedAsGet(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongMethodIs405: a path that exists for other methods answers 405
+// with Allow; the tenant group's catch-all made every such request a 404.
+func TestWrongMethodIs405(t *testing.T) {
+	f := newOAuthFixture(t, nil)
+	for _, tc := range []struct{ method, path, allow string }{
+		{http.MethodGet, "/t/acme/oauth/token", "POST"},
+		{http.MethodPut, "/t/acme/mcp/tokens", "POST"},
+		{http.MethodDelete, "/t/acme/admin", "GET, HEAD"},
+		{http.MethodGet, "/t/acme/no/such/page", ""},
+		{http.MethodGet, "/no/such/page", ""},
+	} {
+		rec := f.do(httptest.NewRequest(tc.method, tc.path, nil))
+		want := http.StatusMethodNotAllowed
+		if tc.allow == "" {
+			want = http.StatusNotFound
+		}
+		if rec.Code != want || rec.Header().Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d Allow %q, want %d Allow %q", tc.method, tc.path, rec.Code, rec.Header().Get("Allow"), want, tc.allow)
+		}
+	}
+}

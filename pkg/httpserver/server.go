@@ -123,6 +123,8 @@ type Server struct {
 	webhookSlots chan struct{}
 	// mcpSlots bounds the /mcp requests in progress (load shedding).
 	mcpSlots chan struct{}
+	// registered holds "METHOD path" of every route (allowedMethods).
+	registered map[string]bool
 }
 
 // New builds the server and its routes.
@@ -176,6 +178,10 @@ func New(cfg Config) (*Server, error) {
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.recoverer, s.accessLog, s.plainInput)
 	s.routes()
+	s.registered = map[string]bool{}
+	for _, r := range s.echo.Routes() {
+		s.registered[r.Method+" "+r.Path] = true
+	}
 	return s, nil
 }
 
@@ -409,8 +415,35 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			status = http.StatusServiceUnavailable
 		}
 	}
+	if status == http.StatusNotFound {
+		if allow := s.allowedMethods(c.Request().URL.Path); allow != "" {
+			// The path exists for other methods: 405 with Allow (RFC 9110
+			// §15.5.6), which the router gives only outside the tenant
+			// group, whose catch-all answers every method "not found".
+			c.Response().Header().Set("Allow", allow)
+			status = http.StatusMethodNotAllowed
+		}
+	}
 	if status >= 500 {
 		s.cfg.Logger.Error("request failed", "path", c.Path(), "err", err)
 	}
 	_ = c.JSON(status, map[string]string{"error": http.StatusText(status)})
+}
+
+// allowedMethods lists the methods with a route for path ("" for none): the
+// router's match for each method counts only where it is a registered route
+// of that method, not a group's catch-all.
+func (s *Server) allowedMethods(path string) string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		c := s.echo.NewContext(nil, nil)
+		s.echo.Router().Find(m, path, c)
+		if s.registered[m+" "+c.Path()] {
+			allow = append(allow, m)
+		}
+	}
+	if slices.Contains(allow, http.MethodGet) {
+		allow = append(allow, http.MethodHead)
+	}
+	return strings.Join(allow, ", ")
 }
