@@ -342,16 +342,24 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 	if e := req.Check(s.resource(slug)); e != nil {
 		return back(e.Code, e.Description)
 	}
-	var on bool
+	var on, mcpOn bool
 	if err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		var err error
-		on, err = tx.OAuthEnabled(ctx)
+		if on, err = tx.OAuthEnabled(ctx); err != nil {
+			return err
+		}
+		mcpOn, err = tx.MCPEnabled(ctx)
 		return err
 	}); err != nil {
 		return err
 	}
 	if !on {
 		return back(oauth.ErrAccessDenied, "this organisation has switched OAuth clients off")
+	}
+	if !mcpOn {
+		// Its token would be refused by every request while the client
+		// believed it was connected.
+		return back(oauth.ErrAccessDenied, "this organisation has switched MCP off; ask an admin to switch it on")
 	}
 	p := principal(c)
 	if p == nil {

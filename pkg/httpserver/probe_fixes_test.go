@@ -265,3 +265,26 @@ func TestWrongMethodIs405(t *testing.T) {
 		}
 	}
 }
+
+// TestNoOAuthConnectionWhileMCPIsOff: while the organisation has MCP
+// switched off, authorization and code exchange are refused with the
+// reason; they issued tokens that every request then refused, and the
+// client believed it was connected.
+func TestNoOAuthConnectionWhileMCPIsOff(t *testing.T) {
+	f := newOAuthFixture(t, nil)
+	const redirect = "http://127.0.0.1/callback"
+	clientID := f.register(redirect)
+	_, q := f.authorize(authParams(clientID, redirect), f.cookie, "approve")
+	code := q.Get("code")
+	if code == "" {
+		t.Fatalf("no code while MCP is on: %v", q)
+	}
+	f.exec(`UPDATE tenant_settings SET settings = jsonb_set(coalesce(settings, '{}'), '{mcp}', '{"enabled": false}') WHERE tenant_id = $1`)
+	if a := f.token(codeForm(clientID, code, redirect, verifier)); a.Status != http.StatusBadRequest || a.Error != "invalid_grant" || a.AccessToken != "" {
+		t.Errorf("exchange while MCP is off: %+v, want 400 invalid_grant", a)
+	}
+	rec, q := f.authorize(authParams(clientID, redirect), f.cookie, "")
+	if q.Get("error") != "access_denied" || !strings.Contains(q.Get("error_description"), "MCP off") {
+		t.Errorf("authorize while MCP is off: %d %v", rec.Code, q)
+	}
+}

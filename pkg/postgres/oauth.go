@@ -105,6 +105,15 @@ func (tx *Tx) OAuthEnabled(ctx context.Context) (_ bool, err error) {
 	return on, err
 }
 
+// MCPEnabled reports whether the tenant has MCP switched on (off by
+// default, as the auth function reads it).
+func (tx *Tx) MCPEnabled(ctx context.Context) (_ bool, err error) {
+	defer wrap(&err, "postgres.MCPEnabled")
+	var on bool
+	err = tx.q.QueryRow(ctx, `SELECT coalesce((SELECT (settings #>> '{mcp,enabled}')::boolean FROM tenant_settings WHERE tenant_id = $1), false)`, tx.tenantID).Scan(&on)
+	return on, err
+}
+
 // SetOAuthEnabled switches OAuth clients for a tenant with its audit event.
 // Switching off makes the access tokens of every grant answer 401 at once
 // (the auth function reads the switch); grants are kept, so switching back
@@ -243,6 +252,14 @@ func (tx *Tx) ExchangeOAuthCode(ctx context.Context, ex CodeExchange) (_ Issued,
 		// invalid_grant, not access_denied: the token endpoint's errors are
 		// RFC 6749 §5.2's, and the grant is what no longer holds.
 		return Issued{}, oauth.Errorf(oauth.ErrInvalidGrant, "this organisation has switched OAuth clients off"), nil
+	}
+	// A token issued while MCP is off would be refused by every request;
+	// the client would believe it is connected.
+	if on, err := tx.MCPEnabled(ctx); err != nil || !on {
+		if err != nil {
+			return Issued{}, nil, err
+		}
+		return Issued{}, oauth.Errorf(oauth.ErrInvalidGrant, "this organisation has switched MCP off"), nil
 	}
 	var email string
 	err = tx.q.QueryRow(ctx, `SELECT email FROM users WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, tenantID, userID).Scan(&email)
