@@ -2,6 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -75,15 +78,30 @@ func seedBig(tb testing.TB, div int) (*pgtest.Env, pgtest.Seeded) {
 }
 
 // reportP50P90 runs run once to warm the plan and buffer caches, then b.N
-// times, and reports the p50 and p90 of those calls.
+// times, and reports the p50 and p90 of those calls. BENCH_SLOW_MS=n logs
+// each call slower than n ms with the time it started, to line up a rare
+// slow call with what else the machine and the database were doing (the
+// database's log, pg_stat_user_tables' last_autovacuum, vmstat).
 func reportP50P90(b *testing.B, run func()) {
+	var slow time.Duration
+	if v := os.Getenv("BENCH_SLOW_MS"); v != "" {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.Fatalf("BENCH_SLOW_MS=%q: %v", v, err)
+		}
+		slow = time.Duration(n * float64(time.Millisecond))
+	}
 	run()
 	times := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		run()
-		times = append(times, time.Since(t0))
+		d := time.Since(t0)
+		times = append(times, d)
+		if slow > 0 && d > slow {
+			fmt.Fprintf(os.Stderr, "slow call: %s call %d took %s, started %s\n", b.Name(), i+1, d.Round(time.Microsecond), t0.UTC().Format("15:04:05.000"))
+		}
 	}
 	b.StopTimer()
 	benchstat.ReportMs(b, times, 0.5, 0.9)
