@@ -19,6 +19,7 @@ import (
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/ratelimit"
 	"github.com/codelotse/codelotse/pkg/safehttp"
+	"github.com/codelotse/codelotse/pkg/shape"
 	"github.com/codelotse/codelotse/pkg/tokens"
 )
 
@@ -694,7 +695,9 @@ type grantRow struct {
 func grantRows(list []postgres.Grant, now time.Time) []grantRow {
 	out := make([]grantRow, 0, len(list))
 	for _, g := range list {
-		r := grantRow{ID: g.ID, Name: g.ClientName, User: g.UserEmail, State: g.State(now),
+		// Sanitized for client names stored before registration cleaned
+		// them (a right-to-left override reads as another client's name).
+		r := grantRow{ID: g.ID, Name: shape.Sanitize(g.ClientName), User: g.UserEmail, State: g.State(now),
 			Connected: g.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"), Expires: g.ExpiresAt.UTC().Format("2006-01-02"), LastUsed: "never"}
 		if g.LastUsedAt != nil {
 			r.LastUsed = g.LastUsedAt.UTC().Format("2006-01-02 15:04 UTC")

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -235,8 +236,10 @@ func (s *Server) adminSaveIdP(c echo.Context) error {
 	scopes := strings.Fields(c.FormValue("scopes"))
 	enabled := c.FormValue("enabled") == "true"
 	return s.adminDo(c, "idp-saved", func(ctx context.Context, tx *postgres.Tx, a postgres.Actor) error {
-		if len(issuer) > maxIdPField || len(clientID) > maxIdPField || len(secret) > maxIdPField || len(claim) > 200 {
-			return codelotse.Errorf(codelotse.Invalid, "The issuer, client id and client secret are at most %d characters, the groups claim 200.", maxIdPField)
+		chars := utf8.RuneCountInString
+		if chars(issuer) > maxIdPField || chars(clientID) > maxIdPField || chars(secret) > maxIdPField || chars(claim) > 200 ||
+			len(scopes) > 20 || chars(strings.Join(scopes, " ")) > maxIdPField {
+			return codelotse.Errorf(codelotse.Invalid, "The issuer, client id, client secret and scopes are at most %d characters (at most 20 scopes), the groups claim 200.", maxIdPField)
 		}
 		if !issuerAllowed(issuer) {
 			return codelotse.Errorf(codelotse.Invalid, "The issuer must be an https URL such as https://login.example.com (plain http only on this machine's loopback).")

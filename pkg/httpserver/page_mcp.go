@@ -11,6 +11,7 @@ import (
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/shape"
 	"github.com/codelotse/codelotse/pkg/tokens"
 )
 
@@ -29,7 +30,9 @@ const expiringSoon = 48 * time.Hour
 func tokenRows(list []codelotse.Token, now time.Time) []tokenRow {
 	out := make([]tokenRow, 0, len(list))
 	for _, t := range list {
-		r := tokenRow{ID: t.ID, Name: t.Name, Display: t.Display(), User: t.UserEmail, State: t.State(now),
+		// Sanitized for names stored before CheckName dropped invisible
+		// and bidirectional characters.
+		r := tokenRow{ID: t.ID, Name: shape.Sanitize(t.Name), Display: t.Display(), User: t.UserEmail, State: t.State(now),
 			Created: t.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"), Expires: t.ExpiresAt.UTC().Format("2006-01-02"), LastUsed: "never"}
 		if t.LastUsedAt != nil {
 			r.LastUsed = t.LastUsedAt.UTC().Format("2006-01-02 15:04 UTC")

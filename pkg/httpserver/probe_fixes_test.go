@@ -288,3 +288,44 @@ func TestNoOAuthConnectionWhileMCPIsOff(t *testing.T) {
 		t.Errorf("authorize while MCP is off: %d %v", rec.Code, q)
 	}
 }
+
+// TestNamesStoredBeforeAreShownClean: client and token names stored before
+// they were cleaned at registration and creation are cleaned where shown.
+func TestNamesStoredBeforeAreShownClean(t *testing.T) {
+	f := newOAuthFixture(t, nil)
+	const redirect = "http://127.0.0.1/callback"
+	clientID := f.register(redirect)
+	f.exec(`UPDATE oauth_clients SET name = 'Claude' || chr(8238) || chr(8203) || ' Desktop' WHERE tenant_id = $1`)
+	rec, _ := f.authorize(authParams(clientID, redirect), f.cookie, "")
+	body := rec.Body.String()
+	if !strings.Contains(body, "Authorize Claude Desktop") || strings.Contains(body, "\u202e") {
+		t.Errorf("consent page: %d %.400s", rec.Code, body)
+	}
+	if _, q := f.authorize(authParams(clientID, redirect), f.cookie, "approve"); q.Get("code") != "" {
+		f.token(codeForm(clientID, q.Get("code"), redirect, verifier))
+	}
+	f.exec(`UPDATE mcp_tokens SET name = 'lap' || chr(8238) || 'top' WHERE tenant_id = $1`)
+	req := httptest.NewRequest(http.MethodGet, "/t/acme/mcp", nil)
+	req.AddCookie(f.cookie)
+	page := f.do(req).Body.String()
+	if strings.Contains(page, "\u202e") || strings.Contains(page, "\u200b") || !strings.Contains(page, "Claude Desktop") {
+		t.Errorf("access page shows the stored characters: %.2000s", page)
+	}
+}
+
+// TestProviderSettingsAreBounded: the provider form's bounds count
+// characters, and cover the scopes (5,001 scopes were saved).
+func TestProviderSettingsAreBounded(t *testing.T) {
+	srv, _, _, cookie := webFixture(t, DefaultLimits)
+	post := func(form string) int {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, pageForm("/t/acme/admin/idp", "application/x-www-form-urlencoded", []byte(form), cookie))
+		return rec.Code
+	}
+	if code := post("issuer=https://idp.example.com/" + strings.Repeat("%C3%A9", 1500) + "&client_id=c&client_secret=s"); code != http.StatusSeeOther {
+		t.Errorf("an issuer of 1,524 two-byte characters: %d, want it saved", code)
+	}
+	if code := post("issuer=https://idp.example.com&client_id=c&client_secret=s&scopes=openid" + strings.Repeat("+x", 30)); code != http.StatusBadRequest {
+		t.Errorf("31 scopes: %d, want 400", code)
+	}
+}

@@ -320,12 +320,15 @@ func (s *Server) plainInput(next echo.HandlerFunc) echo.HandlerFunc {
 		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		switch mt {
 		case "multipart/form-data":
-			return refuse("Forms are sent as application/x-www-form-urlencoded. Go back to the page and try again.",
-				"send parameters as application/x-www-form-urlencoded")
+			want := "send parameters as application/x-www-form-urlencoded"
+			if strings.HasSuffix(r.URL.Path, "/oauth/register") {
+				want = "send the client metadata as application/json"
+			}
+			return refuse("Forms are sent as application/x-www-form-urlencoded. Go back to the page and try again.", want)
 		case "application/x-www-form-urlencoded":
 			r.Body = http.MaxBytesReader(c.Response(), r.Body, maxFormBytes)
 			if err := r.ParseForm(); err != nil {
-				return refuse("The form could not be read. Go back to the page and try again.", "the form could not be read (at most 64 KiB)")
+				return refuse("The form could not be read. Go back to the page and try again.", "the form could not be read (malformed, or over 64 KiB)")
 			}
 			for k, vs := range r.PostForm {
 				bad = bad || !plainText(k)

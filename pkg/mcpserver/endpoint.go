@@ -227,13 +227,13 @@ func readMessage(body []byte, h http.Header) (*message, *protocolError) {
 	case err != nil:
 		*m = message{}
 		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid request: expected a JSON-RPC 2.0 message object."}
-	case m.JSONRPC != "2.0":
-		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, `Invalid request: "jsonrpc" must be "2.0".`}
-	}
-	if len(m.ID) > 0 && !validID(m.ID) {
+	case len(m.ID) > 0 && !validID(m.ID):
+		// Before any other check: every error answer repeats the id.
 		m.ID = nil
 		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
-			fmt.Sprintf("Invalid request: id must be a string of at most %d bytes or an integer from -%d to %d.", MaxIDBytes, maxSafeID, maxSafeID)}
+			fmt.Sprintf("Invalid request: id must be a string of at most %d bytes as sent (quotes included) or an integer from -%d to %d.", MaxIDBytes, maxSafeID, maxSafeID)}
+	case m.JSONRPC != "2.0":
+		return m, &protocolError{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, `Invalid request: "jsonrpc" must be "2.0".`}
 	}
 	if v := h.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(ProtocolVersions, v) && v < "2026-07-28" {
 		// A later version than any served is the SDK's to negotiate.

@@ -83,6 +83,8 @@ func TestProtocolErrorsAreJSONRPC(t *testing.T) {
 		// Every answer repeats the id: a long one made the answer too
 		// large to send (a 500, or a 400 with no body).
 		{"string id over MaxIDBytes", `{"jsonrpc":"2.0","id":"` + strings.Repeat("x", MaxIDBytes) + `","method":"nope"}`, nil, 400, -32600, "null", "id must be"},
+		{"a long id without jsonrpc", `{"id":"` + strings.Repeat("x", 70_000) + `","method":"ping"}`, nil, 400, -32600, "null", "id must be"},
+		{"an object id with jsonrpc 1.0", `{"jsonrpc":"1.0","id":{"a":1},"method":"ping"}`, nil, 400, -32600, "null", "id must be"},
 		{"a method name of 300 KB", `{"jsonrpc":"2.0","id":2,"method":"` + strings.Repeat("m", 300_000) + `"}`, nil, 400, -32601, "2", "Method not found: mmm"},
 		{"a protocol version of 60 KB", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Mcp-Protocol-Version": "2" + strings.Repeat("0", 60_000)}, 400, -32600, "2", "unsupported protocol version"},
 		{"unknown method", `{"jsonrpc":"2.0","id":7,"method":"no/such/method"}`, nil, 400, -32601, "7", "Method not found: no/such/method"},

@@ -220,7 +220,9 @@ func (s *session) wrap(t tool) mcp.ToolHandler {
 const MaxToolErrorBytes = 2 << 10
 
 func errorResult(msg string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: codelotse.Clip(msg, MaxToolErrorBytes)}}}
+	// Sanitized like every result: the text may repeat the agent's
+	// argument, with its invisible or bidirectional characters.
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: codelotse.Clip(shape.Sanitize(msg), MaxToolErrorBytes)}}}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -28,9 +28,12 @@ type Client struct {
 
 // DisplayName is the name shown on the consent page: the metadata's name,
 // else the client_id's host (CIMD) or "Unnamed client".
+//
+// The name is cleaned again here: a client registered before names were
+// cleaned of invisible and bidirectional characters keeps its stored name.
 func (c Client) DisplayName() string {
-	if c.Name != "" {
-		return c.Name
+	if n := cleanName(c.Name); n != "" {
+		return n
 	}
 	if h := ClientHost(c.ClientID); h != "" {
 		return h

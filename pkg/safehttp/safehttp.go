@@ -141,7 +141,8 @@ func ReadAll(r io.Reader, limit int64) ([]byte, error) {
 // anything but a public unicast address (loopback, private RFC 1918 and
 // RFC 4193, link-local including the 169.254.169.254 metadata address,
 // carrier-grade NAT, unspecified, multicast, broadcast, documentation and
-// benchmarking ranges, IPv4-mapped and NAT64 forms of those).
+// benchmarking ranges, IPv4-mapped, NAT64, 6to4, Teredo and IPv4-compatible
+// forms).
 func Forbidden(addr netip.Addr) bool {
 	addr = addr.Unmap()
 	if !addr.IsValid() || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() ||
@@ -169,7 +170,14 @@ var forbiddenRanges = []netip.Prefix{
 	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64 can reach IPv4 private space
 	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-	netip.MustParsePrefix("fec0::/10"),       // deprecated site-local
+	// IPv6 forms that carry an IPv4 address a relay or a host may route
+	// to (6to4's 2002:7f00:1:: is 127.0.0.1), and the deprecated
+	// IPv4-compatible ::a.b.c.d: none is a server a document lives on.
+	netip.MustParsePrefix("2002::/16"), // 6to4
+	netip.MustParsePrefix("2001::/32"), // Teredo
+	netip.MustParsePrefix("::/96"),     // IPv4-compatible (deprecated)
+	netip.MustParsePrefix("100::/64"),  // discard-only
+	netip.MustParsePrefix("fec0::/10"), // deprecated site-local
 }
 
 func checkAddress(network, address string, allow []netip.Prefix) error {

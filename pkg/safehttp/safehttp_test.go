@@ -29,7 +29,12 @@ func TestForbidden(t *testing.T) {
 		{"::", true},
 		{"::ffff:127.0.0.1", true}, // IPv4-mapped loopback
 		{"::ffff:10.0.0.1", true},
-		{"64:ff9b::a00:1", true}, // NAT64 of 10.0.0.1
+		{"64:ff9b::a00:1", true},                       // NAT64 of 10.0.0.1
+		{"2002:7f00:1::", true},                        // 6to4 of 127.0.0.1
+		{"2002:a9fe:a9fe::1", true},                    // 6to4 of 169.254.169.254
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", true}, // Teredo
+		{"::7f00:1", true},                             // IPv4-compatible 127.0.0.1
+		{"2001:4860:4860::8888", false},                // a public address next to Teredo's /32
 		{"224.0.0.1", true},
 		{"255.255.255.255", true},
 		{"192.0.2.10", true},
