@@ -5,10 +5,13 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/google/go-github/v62/github"
@@ -93,17 +96,47 @@ func ReadWebhook(secret []byte, h http.Header, body io.Reader, limit int64) (Sig
 	return d, err
 }
 
+// ErrInvalidPayload means a signed delivery's body is not the JSON its
+// event names (or, for a webhook set to the form content type, its payload
+// parameter is not): refused rather than ignored, so that GitHub shows the
+// delivery as failed instead of delivered.
+var ErrInvalidPayload = errors.New("webhook payload is not valid JSON for its event")
+
+// knownEvents are the event types go-github parses; others are ignored.
+var knownEvents = func() map[string]bool {
+	m := map[string]bool{}
+	for _, t := range github.MessageTypes() {
+		m[t] = true
+	}
+	return m
+}()
+
 // parseVerified reads a delivery whose signature was checked.
 func parseVerified(h http.Header, body []byte) (WebhookEvent, error) {
 	var ev WebhookEvent
 	ev.Event, ev.DeliveryID = h.Get(github.EventTypeHeader), h.Get(github.DeliveryIDHeader)
-	if ev.Event == "" || ev.DeliveryID == "" || len(ev.DeliveryID) > 100 || len(ev.Event) > 100 {
+	if !headerToken(ev.Event) || !headerToken(ev.DeliveryID) {
 		return ev, errors.New("webhook without a valid X-GitHub-Event or X-GitHub-Delivery")
+	}
+	if !knownEvents[ev.Event] {
+		// Unknown event types are not an error for the sender: ignore them.
+		return ev, nil
+	}
+	// A webhook may be set to the form content type (GitHub's other
+	// choice): its JSON is the payload parameter.
+	if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return ev, fmt.Errorf("%w: %v", ErrInvalidPayload, err)
+		}
+		body = []byte(form.Get("payload"))
+	}
+	if !json.Valid(body) || !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+		return ev, ErrInvalidPayload
 	}
 	payload, err := github.ParseWebHook(ev.Event, body)
 	if err != nil {
-		// Unknown event types are not an error for the sender: ignore them.
-		return ev, nil
+		return ev, fmt.Errorf("%w: %v", ErrInvalidPayload, err)
 	}
 	repo := func(r *github.Repository) {
 		if r != nil {
@@ -210,6 +243,21 @@ func consistent(payload any) bool {
 		return p.Team != nil
 	case *github.TeamAddEvent:
 		return p.Team != nil && p.Repo != nil
+	}
+	return true
+}
+
+// headerToken reports whether v is a plausible event name or delivery id:
+// 1 to 100 printable ASCII characters (GitHub sends a name and a GUID; the
+// id is stored, and PostgreSQL refuses invalid UTF-8).
+func headerToken(v string) bool {
+	if v == "" || len(v) > 100 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x21 || v[i] > 0x7e {
+			return false
+		}
 	}
 	return true
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -177,5 +178,46 @@ func TestWebhookBodyIsBounded(t *testing.T) {
 	}
 	if n := stream.read.Load(); n > maxWebhookBytes+64<<10 {
 		t.Errorf("read %d bytes of an endless body", n)
+	}
+}
+
+// TestWebhookSignedButMalformed: a signed delivery whose body is not its
+// event's JSON is refused with 400, so that GitHub shows it as failed; it
+// was answered 202 "ignored" and lost. A delivery id that is not printable
+// ASCII is refused too (it was a 500 from the database). A webhook set to
+// the form content type is read from its payload parameter. Unknown event
+// types are still ignored with 202.
+func TestWebhookSignedButMalformed(t *testing.T) {
+	srv, jobs := webhookFixture(t, DefaultLimits)
+	form := "payload=" + url.QueryEscape(installationBody)
+	for _, tc := range []struct {
+		name, id, event, ctype, body string
+		status                       int
+		want                         string
+	}{
+		{"not JSON", "m-1", "installation", "application/json", "not json", 400, "invalid delivery"},
+		{"truncated JSON", "m-2", "installation", "application/json", `{"action":"created","installation":{"id":42}`, 400, "invalid delivery"},
+		{"an empty body", "m-3", "installation", "application/json", ``, 400, "invalid delivery"},
+		{"an array", "m-4", "installation", "application/json", `[]`, 400, "invalid delivery"},
+		{"a mistyped id", "m-5", "installation", "application/json", `{"installation":{"id":"abc"}}`, 400, "invalid delivery"},
+		{"a delivery id that is not ASCII", "m-\xff\xfe", "installation", "application/json", installationBody, 400, "invalid delivery"},
+		{"a form-encoded delivery", "m-6", "installation", "application/x-www-form-urlencoded", form, 202, "queued"},
+		{"a form-encoded delivery without payload", "m-7", "installation", "application/x-www-form-urlencoded", "x=1", 400, "invalid delivery"},
+		{"an unknown event", "m-8", "no_such_event", "application/json", "not json", 202, "ignored"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := jobs.n.Load()
+			req := delivery(tc.id, tc.body, nil)
+			req.Header.Set("X-GitHub-Event", tc.event)
+			req.Header.Set("Content-Type", tc.ctype)
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, req)
+			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.want) {
+				t.Errorf("%d %s, want %d %q", rec.Code, rec.Body, tc.status, tc.want)
+			}
+			if tc.status != 202 && jobs.n.Load() != before {
+				t.Error("a refused delivery enqueued jobs")
+			}
+		})
 	}
 }
