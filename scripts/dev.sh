@@ -91,7 +91,11 @@ if [ -z "${DATABASE_URL:-}" ]; then
     exit 1
   fi
 fi
-echo "make run: using DATABASE_URL=${DATABASE_URL%%\?*}"
+# Printed without its query and with any password masked: the line ends up
+# in terminals, CI logs and screenshots.
+shown="${DATABASE_URL%%\?*}"
+shown="$(printf '%s' "$shown" | sed -E 's#^([a-z]+://[^:/@]*):[^@/]*@#\1:***@#')"
+echo "make run: using DATABASE_URL=$shown"
 
 bin/cltctl migrate
 bin/cltctl demo --public-url "$PUBLIC_URL"

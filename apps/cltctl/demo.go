@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/codelotse/codelotse/pkg/codeindex"
@@ -48,6 +50,12 @@ func cmdDemo(e *env, args []string) error {
 	source := fs.String("source", ".", "this project's git checkout: indexed as the demo repository, and its testdata/review-example.json imported as the demo review")
 	if err := parse(fs, args, 0); err != nil {
 		return err
+	}
+	// Checked before anything changes: the demo revokes the previous demo
+	// token, and a URL it cannot print a connect line for must not.
+	*public = strings.TrimRight(*public, "/")
+	if u, err := url.Parse(*public); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return usageError{fmt.Sprintf("--public-url must be the API's absolute http(s) URL, such as http://127.0.0.1:8080, not %q", *public)}
 	}
 	db, err := e.admin()
 	if err != nil {

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/oidc"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -24,16 +24,33 @@ func cmdIdPAdd(e *env, args []string) error {
 	if err := need("tenant", *slug, "issuer", *issuer, "client-id", *clientID, "client-secret", *secret); err != nil {
 		return err
 	}
-	u, err := url.Parse(*issuer)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return usageError{fmt.Sprintf("--issuer must be an absolute URL, not %q", *issuer)}
+	if err := oidc.CheckIssuer(strings.TrimRight(*issuer, "/")); err != nil {
+		return usageError{"--issuer: " + err.Error()}
 	}
 	sc := strings.Fields(*scopes)
 	if !contains(sc, "openid") {
 		return usageError{"--scopes must include openid"}
 	}
+	iss := strings.TrimRight(*issuer, "/")
 	return e.inTenant(*slug, func(tx *postgres.Tx) error {
-		p, err := tx.UpsertIdentityProvider(e.ctx, postgres.IdentityProvider{Issuer: strings.TrimRight(*issuer, "/"),
+		// Sign-in needs exactly one provider: another issuer corrects the
+		// tenant's provider while nobody has signed in through it (as the
+		// admin page does), and is refused once someone has.
+		existing, err := tx.IdentityProviderByIssuer(e.ctx, "")
+		switch {
+		case err == nil && existing.Issuer != iss:
+			if err := tx.ChangeIdentityProviderIssuer(e.ctx, existing.ID, iss, operator); err != nil {
+				return err
+			}
+		case err != nil && codelotse.ErrorCode(err) == codelotse.Invalid:
+			// Several already (added before this rule): only one of theirs.
+			if _, err := tx.IdentityProviderByIssuer(e.ctx, iss); err != nil {
+				return codelotse.Errorf(codelotse.Invalid, "this tenant already has several identity providers and sign-in needs exactly one; not adding another")
+			}
+		case err != nil && codelotse.ErrorCode(err) != codelotse.NotFound:
+			return err
+		}
+		p, err := tx.UpsertIdentityProvider(e.ctx, postgres.IdentityProvider{Issuer: iss,
 			ClientID: *clientID, ClientSecret: *secret, GroupsClaim: *claim, Scopes: sc}, operator)
 		if err != nil {
 			return err

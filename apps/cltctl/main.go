@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/codelotse/codelotse/apps/internal/config"
 	"github.com/codelotse/codelotse/pkg/codelotse"
@@ -179,8 +180,22 @@ func parsePositional(fs *flag.FlagSet, args []string, want int) ([]string, error
 	if len(pos) != want {
 		return nil, usageError{fmt.Sprintf("%s: expected %d positional arguments, got %d", fs.Name(), want, len(pos))}
 	}
-	return pos, nil
+	// Every value goes to PostgreSQL as text, which refuses invalid UTF-8
+	// and NUL: checked once here, so that a bad byte is the caller's
+	// usage error (exit 2), not an internal error from the database.
+	var bad error
+	fs.Visit(func(f *flag.Flag) {
+		if v := f.Value.String(); bad == nil && !plainArg(v) {
+			bad = usageError{fmt.Sprintf("--%s: the value is not valid UTF-8 text (or holds a NUL byte)", f.Name)}
+		}
+	})
+	// (Positional arguments are file and directory names, which need not
+	// be UTF-8 and are not stored.)
+	return pos, bad
 }
+
+// plainArg reports whether v is valid UTF-8 without NUL.
+func plainArg(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }
 
 // need refuses missing required flags by name.
 func need(pairs ...string) error {

@@ -3,7 +3,6 @@ package httpserver
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -15,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
+	"github.com/codelotse/codelotse/pkg/oidc"
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -241,8 +241,8 @@ func (s *Server) adminSaveIdP(c echo.Context) error {
 			len(scopes) > 20 || chars(strings.Join(scopes, " ")) > maxIdPField {
 			return codelotse.Errorf(codelotse.Invalid, "The issuer, client id, client secret and scopes are at most %d characters (at most 20 scopes), the groups claim 200.", maxIdPField)
 		}
-		if !issuerAllowed(issuer) {
-			return codelotse.Errorf(codelotse.Invalid, "The issuer must be an https URL such as https://login.example.com (plain http only on this machine's loopback).")
+		if err := oidc.CheckIssuer(issuer); err != nil {
+			return codelotse.Errorf(codelotse.Invalid, "%s.", capitalize(err.Error()))
 		}
 		if clientID == "" {
 			return codelotse.Errorf(codelotse.Invalid, "The client id is required.")
@@ -350,19 +350,12 @@ func contains(list []string, s string) bool {
 // (a URL of 2,000 characters is already far longer than any issuer).
 const maxIdPField = 2000
 
-func issuerAllowed(issuer string) bool {
-	u, err := url.Parse(issuer)
-	if err != nil || u.Host == "" || u.User != nil {
-		return false
+// capitalize starts a sentence.
+func capitalize(s string) string {
+	if s == "" {
+		return s
 	}
-	switch u.Scheme {
-	case "https":
-		return true
-	case "http":
-		ip := net.ParseIP(u.Hostname())
-		return u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback())
-	}
-	return false
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // memberView renders a member: where their access comes from and how old

@@ -89,7 +89,12 @@ func (in *Ingester) Document(s string, l *Learned) string {
 	if s == "" {
 		return s
 	}
-	s = shape.Sanitize(s)
+	// Stored text must be valid UTF-8 (PostgreSQL refuses anything else):
+	// a file name in another encoding, which git allows and a push or an
+	// archive brings, made a whole repository's indexing fail. Its invalid
+	// bytes become U+FFFD, as file contents' do (codeindex), and a path
+	// that then collides with another gets a numbered suffix (snapshot).
+	s = shape.Sanitize(strings.ToValidUTF8(s, "\uFFFD"))
 	out, found := in.scanner.RedactAndFind(s)
 	if l != nil {
 		l.add(found)

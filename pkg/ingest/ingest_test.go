@@ -550,3 +550,36 @@ func eachString(v reflect.Value, fn func(string, reflect.Value)) {
 		}
 	}
 }
+
+// TestFileNamesInOtherEncodings: git allows any bytes in a file name, and a
+// name in Latin-1 made the whole repository's indexing fail (PostgreSQL
+// refuses invalid UTF-8). Such a name is stored with U+FFFD for its invalid
+// bytes, two that become the same name both stay, and so does the rest of
+// the repository; a push that deletes such a file deletes it.
+func TestFileNamesInOtherEncodings(t *testing.T) {
+	d := newDB(t)
+	tid, repo := d.tenant()
+	in := ingest.New(secretscan.New())
+	ctx := context.Background()
+	files := []codeindex.File{
+		{Path: "docs/caf\xe9.txt", Lines: []string{"one"}},
+		{Path: "docs/caf\xe8.txt", Lines: []string{"two"}},
+		{Path: "main.go", Lines: []string{"package main"}},
+	}
+	d.in(tid, func(tx *postgres.Tx) error {
+		_, err := in.Index(ctx, tx, repo, codeindex.Snapshot{Commit: commit, Files: files}, actor)
+		return err
+	})
+	got := d.env.AdminStrings(t, `SELECT path FROM code_files WHERE tenant_id = $1 ORDER BY path`, tid)
+	want := []string{"docs/caf\uFFFD.txt", "docs/caf\uFFFD.txt~2", "main.go"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("stored paths %q, want %q", got, want)
+	}
+	d.in(tid, func(tx *postgres.Tx) error {
+		_, err := in.IndexChanges(ctx, tx, repo, strings.Repeat("1", 40), nil, []string{"docs/caf\xe9.txt"}, actor)
+		return err
+	})
+	if got := d.env.AdminStrings(t, `SELECT path FROM code_files WHERE tenant_id = $1 ORDER BY path`, tid); len(got) != 2 {
+		t.Errorf("after deleting the Latin-1 name: %q", got)
+	}
+}

@@ -2,6 +2,7 @@ package oidc
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
@@ -95,6 +96,24 @@ func (p Provider) validate(httpOK func(host string) bool) error {
 	}
 	if u.Scheme != "https" && !(u.Scheme == "http" && httpOK(u.Hostname())) {
 		return fail(ErrConfig, "the issuer "+p.Issuer+" must use https (plain http is allowed only in development, when the server allows it)")
+	}
+	return nil
+}
+
+// CheckIssuer is the rule for an issuer an admin or operator saves: an
+// absolute https URL (plain http only on a loopback host, for a development
+// provider), without user name, password, query or fragment, which no
+// issuer has (OpenID Connect Discovery 1.0 §3) and which discovery at
+// ISSUER/.well-known/openid-configuration would mangle.
+func CheckIssuer(issuer string) error {
+	u, err := url.Parse(issuer)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return errors.New("the issuer must be an absolute https URL such as https://login.example.com")
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		return errors.New("the issuer must use https (plain http only on this machine's loopback)")
+	case u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(issuer, "#"):
+		return errors.New("the issuer must not have a user name, password, query or fragment")
 	}
 	return nil
 }

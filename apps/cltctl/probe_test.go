@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/codelotse/codelotse/pkg/postgres"
+	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
+)
+
+// Found by a black-box probe of cltctl: each was an internal error, a
+// silent change, or a change made from a bad argument.
+
+// TestArgumentsMustBeText: invalid UTF-8 in a flag's value is a usage
+// error (exit 2) before anything runs; it reached PostgreSQL as an
+// internal error. Nothing is written.
+func TestArgumentsMustBeText(t *testing.T) {
+	env := pgtest.New(t)
+	for _, args := range [][]string{
+		{"tenant", "create", "--slug", "acme", "--name", "Ac\xffme"},
+		{"tenant", "create", "--slug", "ac\xffme", "--name", "Acme"},
+	} {
+		_, err := cltctl(t, env, args...)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(ue.msg, "not valid UTF-8") {
+			t.Errorf("cltctl %q: %v, want a usage error naming the flag", args, err)
+		}
+	}
+	if _, err := env.Admin.TenantIDBySlug(context.Background(), "acme"); err == nil {
+		t.Error("a refused command created the tenant")
+	}
+}
+
+// TestIdPAddKeepsOneProvider: sign-in needs exactly one provider, and
+// `idp add` with another issuer added a second (sign-in then answered
+// 503). It now corrects the tenant's provider while nobody has signed in
+// through it, as the admin page does. Issuers with a query, a fragment or
+// plain http off loopback are refused.
+func TestIdPAddKeepsOneProvider(t *testing.T) {
+	env := pgtest.New(t)
+	mustCltctl(t, env, "tenant", "create", "--slug", "acme", "--name", "Acme")
+	add := func(issuer string) error {
+		_, err := cltctl(t, env, "idp", "add", "--tenant", "acme", "--issuer", issuer, "--client-id", "c", "--client-secret", "s")
+		return err
+	}
+	for _, bad := range []string{"http://idp.example.com", "https://idp.example.com/x?y=1", "https://idp.example.com/x#z", "https://u:p@idp.example.com"} {
+		var ue usageError
+		if err := add(bad); !errors.As(err, &ue) {
+			t.Errorf("issuer %s: %v, want a usage error", bad, err)
+		}
+	}
+	if err := add("https://login.exmaple.com"); err != nil {
+		t.Fatal(err)
+	}
+	if err := add("https://login.example.com"); err != nil {
+		t.Fatalf("correcting the issuer: %v", err)
+	}
+	ctx := context.Background()
+	tid, err := env.Admin.TenantIDBySlug(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.App.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		p, err := tx.IdentityProviderByIssuer(ctx, "")
+		if err == nil && p.Issuer != "https://login.example.com" {
+			t.Errorf("the provider's issuer is %s", p.Issuer)
+		}
+		return err
+	}); err != nil {
+		t.Errorf("after a second idp add: %v", err)
+	}
+}
+
+// TestDemoRefusesABadPublicURL: the demo revokes the previous demo token;
+// with a URL it cannot print a connect line for, it printed a broken one
+// and revoked the working token. It is refused before anything changes.
+func TestDemoRefusesABadPublicURL(t *testing.T) {
+	env := pgtest.New(t)
+	for _, u := range []string{"not a url", "javascript:alert(1)", "http://"} {
+		_, err := cltctl(t, env, "demo", "--public-url", u)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(ue.msg, "--public-url") {
+			t.Errorf("--public-url %q: %v, want a usage error", u, err)
+		}
+	}
+	if _, err := env.Admin.TenantIDBySlug(context.Background(), demoSlug); err == nil {
+		t.Error("a refused demo seeded the demo tenant")
+	}
+}
+
+func TestDefaultHealthURL(t *testing.T) {
+	for listen, want := range map[string]string{
+		":8080":          "http://127.0.0.1:8080/readyz",
+		"127.0.0.1:8096": "http://127.0.0.1:8096/readyz",
+		"0.0.0.0:9000":   "http://127.0.0.1:9000/readyz",
+		"[::1]:8081":     "http://[::1]:8081/readyz",
+		"":               "http://127.0.0.1:8080/readyz",
+	} {
+		if got := defaultHealthURL(listen); got != want {
+			t.Errorf("defaultHealthURL(%q) = %q, want %q", listen, got, want)
+		}
+	}
+}
