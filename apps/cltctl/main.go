@@ -39,6 +39,12 @@ func main() {
 			os.Exit(2)
 		}
 		fmt.Fprintln(os.Stderr, "cltctl:", codelotse.ErrorMessage(err))
+		if codelotse.ErrorCode(err) == codelotse.Invalid {
+			// An argument or a document the domain refused (a slug, an
+			// email, a repository name, an import with errors): a bad
+			// argument too, which the README promises exit 2 for.
+			os.Exit(2)
+		}
 		if codelotse.ErrorCode(err) == codelotse.Internal || codelotse.ErrorCode(err) == codelotse.Unavailable {
 			// The cause is for the operator. A wrapped error prints whole,
 			// so it names the storage operation that failed.
@@ -192,6 +198,19 @@ func parsePositional(fs *flag.FlagSet, args []string, want int) ([]string, error
 	// (Positional arguments are file and directory names, which need not
 	// be UTF-8 and are not stored.)
 	return pos, bad
+}
+
+// displayName refuses a name shown on one line (a tenant's, a person's, a
+// rule's title) with control characters, or over 200 characters: a
+// newline in a tenant's name broke the tenant list across lines.
+func displayName(flagName, v string) error {
+	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return usageError{fmt.Sprintf("--%s must be one line without control characters", flagName)}
+	}
+	if utf8.RuneCountInString(v) > 200 {
+		return usageError{fmt.Sprintf("--%s is longer than 200 characters", flagName)}
+	}
+	return nil
 }
 
 // plainArg reports whether v is valid UTF-8 without NUL.

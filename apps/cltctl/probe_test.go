@@ -103,3 +103,37 @@ func TestDefaultHealthURL(t *testing.T) {
 		}
 	}
 }
+
+// TestValuesGitHubWouldNeverSend: cltctl stored a repository named
+// "acme/..", a javascript: web URL (shown to agents), a default branch
+// with a space, an invalid rule glob and names with newlines. Each is a
+// usage error now, with nothing written.
+func TestValuesGitHubWouldNeverSend(t *testing.T) {
+	env := pgtest.New(t)
+	mustCltctl(t, env, "tenant", "create", "--slug", "acme", "--name", "Acme")
+	for _, args := range [][]string{
+		{"repo", "add", "--tenant", "acme", "--full-name", "acme/.."},
+		{"repo", "add", "--tenant", "acme", "--full-name", "acme/" + strings.Repeat("n", 101)},
+		{"repo", "add", "--tenant", "acme", "--full-name", "acme/api", "--url", "javascript:alert(1)"},
+		{"repo", "add", "--tenant", "acme", "--full-name", "acme/api", "--url", "not a url"},
+		{"repo", "add", "--tenant", "acme", "--full-name", "acme/api", "--default-branch", "x y"},
+		{"repo", "add", "--tenant", "acme", "--full-name", "acme/api", "--default-branch", "a..b"},
+		{"rule", "add", "--tenant", "acme", "--key", "k", "--title", "T", "--severity", "low", "--instructions", "i", "--paths", "["},
+		{"rule", "add", "--tenant", "acme", "--key", "k", "--title", "two\nlines", "--severity", "low", "--instructions", "i"},
+		{"tenant", "create", "--slug", "other", "--name", "two\nlines"},
+		{"user", "add", "--tenant", "acme", "--email", "dev@acme.test", "--name", strings.Repeat("n", 201)},
+	} {
+		_, err := cltctl(t, env, args...)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("cltctl %q: %v, want a usage error", args, err)
+		}
+	}
+	out := mustCltctl(t, env, "repo", "add", "--tenant", "acme", "--full-name", "acme/api", "--default-branch", "release/v1.2", "--url", "https://git.example.com/acme/api")
+	if !strings.Contains(out, "acme/api") {
+		t.Errorf("a valid repository: %q", out)
+	}
+	if n := env.AdminStrings(t, `SELECT full_name FROM repositories`); len(n) != 1 {
+		t.Errorf("repositories after the refusals: %q", n)
+	}
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	neturl "net/url"
+	"strings"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -19,6 +21,9 @@ func cmdRepoAdd(e *env, args []string) error {
 		return err
 	}
 	if err := need("tenant", *slug, "full-name", *full); err != nil {
+		return err
+	}
+	if err := checkRepoFlags(*full, *branch, *url); err != nil {
 		return err
 	}
 	var r codelotse.Repository
@@ -64,5 +69,33 @@ func cmdRepoGrant(e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "%s can view %s\n", *email, *full)
+	return nil
+}
+
+// checkRepoFlags refuses what GitHub would never send for a repository:
+// "." or ".." or over 100 characters as a name part, a default branch git
+// would not accept as a branch name, and a web URL that is not an absolute
+// http(s) URL (it is shown to agents by list_repositories and linked from
+// pages). The database checks only the OWNER/NAME shape.
+func checkRepoFlags(full, branch, webURL string) error {
+	owner, name, _ := strings.Cut(full, "/")
+	for _, part := range []string{owner, name} {
+		if part == "." || part == ".." || len(part) > 100 {
+			return usageError{fmt.Sprintf("--full-name must be OWNER/NAME as on GitHub, not %q", full)}
+		}
+	}
+	if branch == "" || len(branch) > 255 || strings.HasPrefix(branch, "-") || strings.HasPrefix(branch, "/") ||
+		strings.HasSuffix(branch, "/") || strings.HasSuffix(branch, ".lock") || strings.Contains(branch, "..") ||
+		strings.Contains(branch, "@{") || strings.ContainsFunc(branch, func(r rune) bool {
+		return r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r)
+	}) {
+		return usageError{fmt.Sprintf("--default-branch %q is not a branch name git accepts", branch)}
+	}
+	if webURL != "" {
+		u, err := neturl.Parse(webURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			return usageError{fmt.Sprintf("--url must be the repository's absolute http(s) web address, not %q", webURL)}
+		}
+	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
@@ -28,9 +29,15 @@ func cmdRuleAdd(e *env, args []string) error {
 	if err != nil {
 		return usageError{"--severity must be one of info, low, medium, high, critical"}
 	}
+	if err := displayName("title", *title); err != nil {
+		return err
+	}
 	var globs []string
 	for _, g := range strings.Split(*paths, ",") {
 		if g = strings.TrimSpace(g); g != "" {
+			if _, err := path.Match(g, ""); err != nil {
+				return usageError{fmt.Sprintf("--paths: %q is not a valid glob", g)}
+			}
 			globs = append(globs, g)
 		}
 	}

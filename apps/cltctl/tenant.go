@@ -21,6 +21,9 @@ func cmdTenantCreate(e *env, args []string) error {
 	if err := need("slug", *slug, "name", *name); err != nil {
 		return err
 	}
+	if err := displayName("name", *name); err != nil {
+		return err
+	}
 	nt := postgres.NewTenant{Slug: *slug, Name: *name, MCPEnabled: *mcp}
 	if *inst != "" {
 		id, err := strconv.ParseInt(*inst, 10, 64)

@@ -23,6 +23,9 @@ func cmdUserAdd(e *env, args []string) error {
 	if err := need("tenant", *slug, "email", *email); err != nil {
 		return err
 	}
+	if err := displayName("name", *name); err != nil {
+		return err
+	}
 	r, err := roleFlag(*role)
 	if err != nil {
 		return err

@@ -168,6 +168,12 @@ func finding(ptr string, f findingDoc) (codelotse.Finding, error) {
 	if strings.TrimSpace(f.Title) == "" {
 		return out, invalidf(ptr+"/title", "is required")
 	}
+	if strings.ContainsAny(f.Title, "\r\n") {
+		return out, invalidf(ptr+"/title", "must be one line (put the details in body)")
+	}
+	if len(f.Title) > 1000 {
+		return out, invalidf(ptr+"/title", "is longer than 1000 characters")
+	}
 	if len(f.Rule) > 200 {
 		return out, invalidf(ptr+"/rule", "is longer than 200 characters")
 	}

@@ -292,6 +292,12 @@ func TestParseReviewErrors(t *testing.T) {
 			want: `/pull_request/head_sha: must be a lowercase hex commit id`},
 		{name: "title too long", edit: func(d map[string]any) { pr(d)["title"] = strings.Repeat("t", 1001) },
 			want: `/pull_request/title: is longer than 1000 characters`},
+		// A finding's title is one line (docs/review-format.md); a title
+		// of two lines, or of 100,000 characters, was stored as sent.
+		{name: "finding title of two lines", edit: func(d map[string]any) { fnd(d, 0)["title"] = "a\nb" },
+			want: `/findings/0/title: must be one line (put the details in body)`},
+		{name: "finding title too long", edit: func(d map[string]any) { fnd(d, 0)["title"] = strings.Repeat("t", 1001) },
+			want: `/findings/0/title: is longer than 1000 characters`},
 
 		// Review.
 		{name: "missing review", edit: func(d map[string]any) { delete(d, "review") },
