@@ -29,6 +29,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	if errors.Is(err, errHelp) {
+		return // -h: the flags were printed; asking for help is no failure
+	}
 	if err != nil {
 		// A usage error is the caller's mistake: say exactly what was wrong
 		// (it is not a codelotse.Error, so ErrorMessage would call it
@@ -173,7 +176,7 @@ func parsePositional(fs *flag.FlagSet, args []string, want int) ([]string, error
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, usageError{"help requested"}
+				return nil, errHelp
 			}
 			return nil, usageError{err.Error()}
 		}
@@ -212,6 +215,10 @@ func displayName(flagName, v string) error {
 	}
 	return nil
 }
+
+// errHelp is what a command returns for -h or --help, after the flag
+// package printed its flags.
+var errHelp = errors.New("help requested")
 
 // plainArg reports whether v is valid UTF-8 without NUL.
 func plainArg(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }
