@@ -94,7 +94,9 @@ fi
 # Printed without its query and with any password masked: the line ends up
 # in terminals, CI logs and screenshots.
 shown="${DATABASE_URL%%\?*}"
-shown="$(printf '%s' "$shown" | sed -E 's#^([a-z]+://[^:/@]*):[^@/]*@#\1:***@#')"
+# URL form: everything between user: and the last @ (a password may hold an
+# unencoded @); key/value form: password=... .
+shown="$(printf '%s' "$shown" | sed -E -e 's#^([a-z]+://[^:/@]*):.*@#\1:***@#' -e "s#(^|[[:space:]])password=('[^']*'|[^[:space:]]*)#\1password=***#g")"
 echo "make run: using DATABASE_URL=$shown"
 
 bin/cltctl migrate

@@ -5,9 +5,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/codelotse/codelotse/apps/internal/config"
 	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/importer"
@@ -54,8 +56,14 @@ func cmdDemo(e *env, args []string) error {
 	// Checked before anything changes: the demo revokes the previous demo
 	// token, and a URL it cannot print a connect line for must not.
 	*public = strings.TrimRight(*public, "/")
-	if u, err := url.Parse(*public); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+	if u, err := url.Parse(*public); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" ||
+		(u.Port() != "" && !validPort(u.Port())) {
 		return usageError{fmt.Sprintf("--public-url must be the API's absolute http(s) URL, such as http://127.0.0.1:8080, not %q", *public)}
+	}
+	// The API refuses to serve plain http off loopback: a demo for such a
+	// URL would print links that cannot work.
+	if err := (config.Config{PublicURL: *public}).CheckServePublicURL(); err != nil {
+		return usageError{"--public-url: " + err.Error()}
 	}
 	db, err := e.admin()
 	if err != nil {
@@ -223,4 +231,10 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 	}
 	fmt.Fprintf(&e.demoNotes, "Imported the demo review of %s#%d: %d findings.\n", demoRepo, imp.PullRequest.Number, res.Findings)
 	return nil
+}
+
+// validPort reports a TCP port number, 1 to 65535.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }

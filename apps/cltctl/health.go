@@ -9,6 +9,7 @@ import (
 	neturl "net/url"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/codelotse/codelotse/pkg/codelotse"
 )
@@ -52,9 +53,19 @@ func cmdHealth(e *env, args []string) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode != http.StatusOK {
-		// One line: the start of the answer's first line.
+		// One line: the start of the answer's first line, without the
+		// control characters a server could send to a terminal.
 		first, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
-		return codelotse.Errorf(codelotse.Unavailable, "%s answered %d: %s", *url, resp.StatusCode, codelotse.Clip(strings.TrimSpace(first), 120))
+		first = strings.TrimSpace(strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return -1
+			}
+			return r
+		}, first))
+		if first == "" {
+			return codelotse.Errorf(codelotse.Unavailable, "%s answered %d", *url, resp.StatusCode)
+		}
+		return codelotse.Errorf(codelotse.Unavailable, "%s answered %d: %s", *url, resp.StatusCode, codelotse.Clip(first, 120))
 	}
 	fmt.Fprintf(e.stdout, "%s: ready\n", *url)
 	return nil

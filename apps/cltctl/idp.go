@@ -108,6 +108,9 @@ func cmdIdPMap(e *env, args []string) error {
 	if err := need("tenant", *slug, "group", *group, "role", *role); err != nil {
 		return err
 	}
+	if err := displayName("group", *group); err != nil {
+		return err
+	}
 	r, err := roleFlag(*role)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/codelotse/codelotse/apps/internal/config"
@@ -194,7 +195,7 @@ func parsePositional(fs *flag.FlagSet, args []string, want int) ([]string, error
 	// usage error (exit 2), not an internal error from the database.
 	var bad error
 	fs.Visit(func(f *flag.Flag) {
-		if v := f.Value.String(); bad == nil && !plainArg(v) {
+		if v := f.Value.String(); bad == nil && !pathFlags[f.Name] && !plainArg(v) {
 			bad = usageError{fmt.Sprintf("--%s: the value is not valid UTF-8 text (or holds a NUL byte)", f.Name)}
 		}
 	})
@@ -207,7 +208,7 @@ func parsePositional(fs *flag.FlagSet, args []string, want int) ([]string, error
 // rule's title) with control characters, or over 200 characters: a
 // newline in a tenant's name broke the tenant list across lines.
 func displayName(flagName, v string) error {
-	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if strings.ContainsFunc(v, lineBreaking) {
 		return usageError{fmt.Sprintf("--%s must be one line without control characters", flagName)}
 	}
 	if utf8.RuneCountInString(v) > 200 {
@@ -216,9 +217,17 @@ func displayName(flagName, v string) error {
 	return nil
 }
 
+// lineBreaking reports a control character (C0, DEL, C1 such as NEL) or a
+// Unicode line or paragraph separator: none belongs in a one-line name.
+func lineBreaking(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }
+
 // errHelp is what a command returns for -h or --help, after the flag
 // package printed its flags.
 var errHelp = errors.New("help requested")
+
+// pathFlags name a file or directory on this machine, which need not be
+// UTF-8 and is not stored.
+var pathFlags = map[string]bool{"source": true}
 
 // plainArg reports whether v is valid UTF-8 without NUL.
 func plainArg(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }

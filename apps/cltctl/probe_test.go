@@ -45,7 +45,7 @@ func TestIdPAddKeepsOneProvider(t *testing.T) {
 		_, err := cltctl(t, env, "idp", "add", "--tenant", "acme", "--issuer", issuer, "--client-id", "c", "--client-secret", "s")
 		return err
 	}
-	for _, bad := range []string{"http://idp.example.com", "https://idp.example.com/x?y=1", "https://idp.example.com/x#z", "https://u:p@idp.example.com"} {
+	for _, bad := range []string{"http://idp.example.com", "https://idp.example.com/x?y=1", "https://idp.example.com/x#z", "https://u:p@idp.example.com", "https://idp.example.com/a b"} {
 		var ue usageError
 		if err := add(bad); !errors.As(err, &ue) {
 			t.Errorf("issuer %s: %v, want a usage error", bad, err)
@@ -78,7 +78,7 @@ func TestIdPAddKeepsOneProvider(t *testing.T) {
 // and revoked the working token. It is refused before anything changes.
 func TestDemoRefusesABadPublicURL(t *testing.T) {
 	env := pgtest.New(t)
-	for _, u := range []string{"not a url", "javascript:alert(1)", "http://"} {
+	for _, u := range []string{"not a url", "javascript:alert(1)", "http://", "http://127.0.0.1:99999", "http://example.com"} {
 		_, err := cltctl(t, env, "demo", "--public-url", u)
 		var ue usageError
 		if !errors.As(err, &ue) || !strings.Contains(ue.msg, "--public-url") {
@@ -121,6 +121,9 @@ func TestValuesGitHubWouldNeverSend(t *testing.T) {
 		{"rule", "add", "--tenant", "acme", "--key", "k", "--title", "T", "--severity", "low", "--instructions", "i", "--paths", "["},
 		{"rule", "add", "--tenant", "acme", "--key", "k", "--title", "two\nlines", "--severity", "low", "--instructions", "i"},
 		{"tenant", "create", "--slug", "other", "--name", "two\nlines"},
+		{"tenant", "create", "--slug", "other", "--name", "next\u0085line"},
+		{"tenant", "create", "--slug", "other", "--name", "line\u2028separator"},
+		{"idp", "map", "--tenant", "acme", "--group", "a\nb", "--role", "member"},
 		{"user", "add", "--tenant", "acme", "--email", "dev@acme.test", "--name", strings.Repeat("n", 201)},
 	} {
 		_, err := cltctl(t, env, args...)

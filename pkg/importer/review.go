@@ -98,7 +98,7 @@ func ParseReview(data []byte) (codelotse.ReviewImport, error) {
 		return out, invalidf("/pull_request/head_sha", "must be a lowercase hex commit id")
 	}
 	if len(p.Title) > 1000 {
-		return out, invalidf("/pull_request/title", "is longer than 1000 characters")
+		return out, invalidf("/pull_request/title", "is longer than 1000 bytes")
 	}
 	out.PullRequest = &codelotse.PullRequest{Number: p.Number, Title: p.Title, Author: p.Author, State: state,
 		BaseRef: p.Base, HeadRef: p.Head, HeadSHA: p.HeadSHA, URL: p.URL}
@@ -168,11 +168,11 @@ func finding(ptr string, f findingDoc) (codelotse.Finding, error) {
 	if strings.TrimSpace(f.Title) == "" {
 		return out, invalidf(ptr+"/title", "is required")
 	}
-	if strings.ContainsAny(f.Title, "\r\n") {
+	if strings.ContainsAny(f.Title, "\r\n\u0085\u2028\u2029") {
 		return out, invalidf(ptr+"/title", "must be one line (put the details in body)")
 	}
 	if len(f.Title) > 1000 {
-		return out, invalidf(ptr+"/title", "is longer than 1000 characters")
+		return out, invalidf(ptr+"/title", "is longer than 1000 bytes")
 	}
 	if len(f.Rule) > 200 {
 		return out, invalidf(ptr+"/rule", "is longer than 200 characters")

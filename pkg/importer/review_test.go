@@ -291,13 +291,15 @@ func TestParseReviewErrors(t *testing.T) {
 		{name: "head_sha too short", edit: func(d map[string]any) { pr(d)["head_sha"] = "4f1c2e" },
 			want: `/pull_request/head_sha: must be a lowercase hex commit id`},
 		{name: "title too long", edit: func(d map[string]any) { pr(d)["title"] = strings.Repeat("t", 1001) },
-			want: `/pull_request/title: is longer than 1000 characters`},
+			want: `/pull_request/title: is longer than 1000 bytes`},
 		// A finding's title is one line (docs/review-format.md); a title
 		// of two lines, or of 100,000 characters, was stored as sent.
 		{name: "finding title of two lines", edit: func(d map[string]any) { fnd(d, 0)["title"] = "a\nb" },
 			want: `/findings/0/title: must be one line (put the details in body)`},
+		{name: "finding title with a line separator", edit: func(d map[string]any) { fnd(d, 0)["title"] = "a\u2028b" },
+			want: `/findings/0/title: must be one line (put the details in body)`},
 		{name: "finding title too long", edit: func(d map[string]any) { fnd(d, 0)["title"] = strings.Repeat("t", 1001) },
-			want: `/findings/0/title: is longer than 1000 characters`},
+			want: `/findings/0/title: is longer than 1000 bytes`},
 
 		// Review.
 		{name: "missing review", edit: func(d map[string]any) { delete(d, "review") },

@@ -138,8 +138,22 @@ func (in *Ingester) Snapshot(snap codeindex.Snapshot, l *Learned) codeindex.Snap
 func (in *Ingester) snapshot(snap codeindex.Snapshot, d func(string) string) codeindex.Snapshot {
 	out := codeindex.Snapshot{Commit: snap.Commit, Files: make([]codeindex.File, len(snap.Files))}
 	seen := make(map[string]bool, len(snap.Files))
+	var renamed []int
 	for i, f := range snap.Files {
-		f = in.file(f, d)
+		orig := f.Path
+		out.Files[i] = in.file(f, d)
+		if out.Files[i].Path != orig {
+			renamed = append(renamed, i)
+			continue
+		}
+		seen[orig] = true
+	}
+	// A file whose name was rewritten (a secret redacted, invalid bytes
+	// made U+FFFD) never takes the name of a file stored as it is named:
+	// those keep their names, and a rewritten name that collides gets a
+	// numbered suffix.
+	for _, i := range renamed {
+		f := &out.Files[i]
 		if seen[f.Path] {
 			base := f.Path
 			for n := 2; seen[f.Path]; n++ {
@@ -147,7 +161,6 @@ func (in *Ingester) snapshot(snap codeindex.Snapshot, d func(string) string) cod
 			}
 		}
 		seen[f.Path] = true
-		out.Files[i] = f
 	}
 	return out
 }

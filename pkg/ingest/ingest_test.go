@@ -582,4 +582,14 @@ func TestFileNamesInOtherEncodings(t *testing.T) {
 	if got := d.env.AdminStrings(t, `SELECT path FROM code_files WHERE tenant_id = $1 ORDER BY path`, tid); len(got) != 2 {
 		t.Errorf("after deleting the Latin-1 name: %q", got)
 	}
+
+	// A file really named with U+FFFD keeps its name: the Latin-1 one,
+	// which sorts first, is the one suffixed.
+	snap := in.Snapshot(codeindex.Snapshot{Commit: commit, Files: []codeindex.File{
+		{Path: "caf\xe9.go", Lines: []string{"latin-1"}},
+		{Path: "caf\uFFFD.go", Lines: []string{"real"}},
+	}}, nil)
+	if snap.Files[0].Path != "caf\uFFFD.go~2" || snap.Files[1].Path != "caf\uFFFD.go" || snap.Files[1].Lines[0] != "real" {
+		t.Errorf("names: %q %q", snap.Files[0].Path, snap.Files[1].Path)
+	}
 }

@@ -114,6 +114,8 @@ func CheckIssuer(issuer string) error {
 		return errors.New("the issuer must use https (plain http only on this machine's loopback)")
 	case u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(issuer, "#"):
 		return errors.New("the issuer must not have a user name, password, query or fragment")
+	case strings.ContainsFunc(issuer, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return errors.New("the issuer must not contain spaces or control characters")
 	}
 	return nil
 }
