@@ -24,7 +24,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"API URL not http", func(c *Config) { c.APIURL = "ftp://ghe.example/api/v3/" }},
 		{"API URL relative", func(c *Config) { c.APIURL = "ghe.example/api/v3/" }},
 		{"API URL with query", func(c *Config) { c.APIURL = "https://ghe.example/api/v3/?x=1" }},
-		{"API URL with credentials", func(c *Config) { c.APIURL = "https://user:hunter2@ghe.example/api/v3/" }},
+		{"API URL with credentials", func(c *Config) { c.APIURL = "https://user:hunter2@ghe.example/api/v3/" }}, // gitleaks:allow (a fake password: the test refuses URLs with credentials)
 		{"web URL without host", func(c *Config) { c.WebURL = "https:///" }},
 		{"web URL unparsable", func(c *Config) { c.WebURL = "https://ghe example/%zz" }},
 	}

@@ -189,6 +189,10 @@ func TestGetFixPrompt(t *testing.T) {
 func TestSearchCode(t *testing.T) {
 	newToolFixture(t).run(t, "search_code", []toolCase{
 		{name: "a literal", args: map[string]any{"query": "NeedleHandler"}, want: []string{"acme/r0", "main.go", "func NeedleHandler"}},
+		// The query is not repeated: redacted by the tenant's known
+		// secrets, it confirmed guesses at secrets of ungranted
+		// repositories.
+		{name: "the query is not repeated", args: map[string]any{"query": "needlehandler"}, want: []string{"func NeedleHandler"}, notWant: []string{`"query"`, `needlehandler"`}},
 		{name: "a regex in a repository", args: map[string]any{"query": "func [A-Z]\\w+", "regex": true, "repository": "acme/r0"}, want: []string{"func NeedleHandler"}},
 		// An alternation has no common literal; its ARE prefilter (with a
 		// trigram in every branch, case folding written out) scopes it.

@@ -1,6 +1,9 @@
 package secretscan
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // RedactDocument redacts a whole document (a file, a finding body, a rule's
 // instructions) with full multi-line context, for storage: rules that need
@@ -34,16 +37,71 @@ func (r *Redactor) redactDocument(s string, find bool) (string, map[string]int, 
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	spans := r.rs.find(s, sc)
-	if len(spans) == 0 {
-		return s, nil, nil
-	}
+	var counts map[string]int
 	var found []Found
-	if find {
-		found = r.found(s, spans)
+	for pass := 0; pass < maxPasses; pass++ {
+		spans := fresh(s, r.rs.find(s, sc), pass)
+		if len(spans) == 0 {
+			break
+		}
+		if find {
+			found = appendFound(found, r.found(s, spans))
+		}
+		var c map[string]int
+		s, c = r.replace(s, spans, writeLinePlaceholders)
+		counts = addCounts(counts, c)
 	}
-	out, counts := r.replace(s, spans, writeLinePlaceholders)
-	return out, counts, found
+	return s, counts, found
+}
+
+// maxPasses bounds the passes of a redaction. Redacting repeats until a
+// pass finds nothing, because a rule may match only one secret of a block
+// per match: kubernetes-secret-yaml reports one data key for each
+// "kind: Secret" within its reach, so once that key is a placeholder the
+// next key matches. Stored text must be a fixed point of redaction: text
+// redacted once but not twice kept Secret values that the answers (which
+// redact again) hid and search matched, an oracle for them.
+const maxPasses = 16
+
+// fresh drops, after the first pass, the spans that are a placeholder of an
+// earlier pass: a rule whose secret may be any text (a URL's password) finds
+// the placeholder itself, and redacting it again would change nothing but
+// the counts.
+func fresh(s string, spans []span, pass int) []span {
+	if pass == 0 {
+		return spans
+	}
+	out := spans[:0]
+	for _, sp := range spans {
+		if t := s[sp.start:sp.end]; !(strings.HasPrefix(t, "[REDACTED:") && strings.HasSuffix(t, "]")) {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+// appendFound adds the fingerprints of more that are not in found yet.
+func appendFound(found, more []Found) []Found {
+	for _, m := range more {
+		if !slices.ContainsFunc(found, func(f Found) bool { return f.Fingerprint == m.Fingerprint }) {
+			found = append(found, m)
+		}
+	}
+	return found
+}
+
+// addCounts adds the replacements per rule of c to counts.
+func addCounts(counts, c map[string]int) map[string]int {
+	if len(c) == 0 {
+		return counts
+	}
+	if counts == nil {
+		counts = map[string]int{}
+	}
+	for id, n := range c {
+		counts[id] += n
+	}
+	return counts
 }
 
 // writeLinePlaceholders writes one placeholder for every line of secret

@@ -54,6 +54,13 @@ func (r *Redactor) found(s string, spans []span) []Found {
 		raw := s[sp.start:sp.end]
 		secret := strings.Trim(raw, "\"'` \t\r\n")
 		rule := r.rs.rules[sp.rule]
+		if rule.valuesOnly {
+			if !strings.Contains(secret, "\n") && generated(strings.TrimRight(secret, "=")) {
+				remember(secret, rule)
+				rememberPadless(secret, rule, remember)
+			}
+			continue
+		}
 		// Whether the span's last value ends where the text's word does:
 		// a rule whose pattern has no right boundary can stop inside a
 		// longer word ("postgresql" of "postgresql.default.svc"), and that
@@ -71,17 +78,40 @@ func (r *Redactor) found(s string, spans []span) []Found {
 				}
 				remember(line, rule)
 				if i < len(lines)-1 || whole {
-					remember(valuePart(line), rule)
+					rememberValue(line, rule, remember)
 				}
 			}
 			continue
 		}
 		remember(secret, rule)
 		if whole {
-			remember(valuePart(secret), rule)
+			rememberValue(secret, rule, remember)
 		}
 	}
 	return out
+}
+
+// rememberValue remembers the value part of secret, and, when it ends in
+// base64 padding, the value with its padding too: a bare occurrence is one
+// run or the other depending on the characters around it ('+' and '/' join
+// the padding's run, letters and digits alone do not).
+func rememberValue(secret string, rl *rule, remember func(string, *rule)) {
+	v := valuePart(secret)
+	if v == "" {
+		return
+	}
+	remember(v, rl)
+	trimmed := strings.TrimRight(secret, "\"'` \t\r")
+	if pad := len(trimmed) - len(strings.TrimRight(trimmed, "=")); pad > 0 && strings.HasSuffix(trimmed, v+strings.Repeat("=", pad)) {
+		remember(v+strings.Repeat("=", pad), rl)
+	}
+}
+
+// rememberPadless remembers a value with base64 padding also without it.
+func rememberPadless(v string, rl *rule, remember func(string, *rule)) {
+	if p := strings.TrimRight(v, "="); p != v {
+		remember(p, rl)
+	}
 }
 
 // valuePart is the value of a secret that a rule reports together with its
@@ -93,12 +123,18 @@ func (r *Redactor) found(s string, spans []span) []Found {
 // separator): such rules also match ordinary settings next to a Secret
 // ("environment: production"), and a word learned as a secret would be
 // redacted from every later text of the tenant.
+//
+// A base64 value's padding ("…YXBw==") is part of the value, not a
+// separator: the separator is looked for before it, and the value is
+// remembered without the padding, as the runs Known.Redact hashes end
+// before an '=' that the stricter classes do not admit.
 func valuePart(secret string) string {
-	k := strings.LastIndexAny(secret, " \t:=")
+	body := strings.TrimRight(strings.TrimRight(secret, "\"'` \t\r"), "=")
+	k := strings.LastIndexAny(body, " \t:=")
 	if k < 0 {
 		return ""
 	}
-	v := strings.Trim(secret[k+1:], "\"'` \t\r")
+	v := strings.Trim(body[k+1:], "\"'` \t\r")
 	if !generated(v) {
 		return ""
 	}
@@ -203,6 +239,43 @@ var classLevels, classSlash = func() (lv [256]uint8, slash [len(classes)]bool) {
 // has reports whether a known secret is n bytes long.
 func (k *Known) has(n int) bool { return n >= k.minLen && n <= k.maxLen && k.lens[n] }
 
+// escapeLen is the length of the escape letters at the start of the run
+// s[i:j] that an escape character before it introduces: 1 for \n \t \r \b
+// \f \v, 5 for \uXXXX, 3 for \xXX, 2 for %XX; 0 for none.
+func escapeLen(s string, i, j int) int {
+	hex := func(from, n int) bool {
+		if from+n > j {
+			return false
+		}
+		for p := from; p < from+n; p++ {
+			if c := s[p] | 0x20; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				return false
+			}
+		}
+		return true
+	}
+	switch s[i-1] {
+	case '\\':
+		switch s[i] {
+		case 'n', 't', 'r', 'b', 'f', 'v':
+			return 1
+		case 'u':
+			if hex(i+1, 4) {
+				return 5
+			}
+		case 'x':
+			if hex(i+1, 2) {
+				return 3
+			}
+		}
+	case '%':
+		if hex(i, 2) {
+			return 2
+		}
+	}
+	return 0
+}
+
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
@@ -238,6 +311,17 @@ func (k *Known) Redact(s string) (string, map[string]int) {
 		if k.has(j - i) {
 			if rule, ok := k.byLen[j-i][sum(i, j)]; ok {
 				hits = append(hits, hit{i, j, ci, rule})
+			}
+		}
+		// A value right after an escape sequence shares its run with the
+		// escape's letters: "first\nVALUE" in JSON or a string literal,
+		// "%3DVALUE" in a URL. The strictest class (letters and digits)
+		// sees every such run; the value is also tried without them.
+		if ci == 0 && i > 0 {
+			if off := escapeLen(s, i, j); off > 0 && k.has(j-i-off) {
+				if rule, ok := k.byLen[j-i-off][sum(i+off, j)]; ok {
+					hits = append(hits, hit{i + off, j, ci, rule})
+				}
 			}
 		}
 		// A value with '/' in it (base64) glued to a path by the classes

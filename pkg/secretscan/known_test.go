@@ -208,3 +208,99 @@ func TestKnownClassesNested(t *testing.T) {
 		}
 	}
 }
+
+// TestKubernetesSecretIsAFixedPoint: a Secret manifest's data keys are
+// matched one per "kind: Secret" within the rule's reach, so one pass left
+// keys that a second pass (the answers') redacted. Stored text holding a
+// value that answers hide is a search oracle for it. Redaction now
+// repeats until a pass finds nothing: redacting the result again changes
+// nothing, and every data value is learned.
+func TestKubernetesSecretIsAFixedPoint(t *testing.T) {
+	r := New()
+	values := []string{
+		"cG9zdGdyZXM6Ly9hZG1pbjpTM2NyM3RQYXNzdzByZFpxQGRiOjU0MzIvYXBw",
+		"U3RyaXBlS2V5UXo5OFh2Tm1McDI3",
+		"c210cFBhc3NXb3JkOTg3NlF6",
+		"c2lnbmluZ1NlZWRYdjk4Nw==",
+		"cG9zdGdyZXM6Ly9rdWJlOkt1YmVTM2NyZXQ0MkBkYjo1NDMyL2FwcA==",
+	}
+	doc := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ntype: Opaque\ndata:\n  username: YWRtaW4=\n  password: UzNjcjN0UGFzc3cwcmRacQ==\n" +
+		"  database-url: " + values[0] + "\n  stripe-key: " + values[1] + "\n  smtp-pass: " + values[2] + "\n  signing-seed: " + values[3] + "\n  session: " + values[4] + "\n"
+	for _, redact := range []func(string) (string, map[string]int){r.RedactDocument, r.Redact} {
+		once, _ := redact(doc)
+		if twice, _ := redact(once); twice != once {
+			t.Errorf("redacting again changed the text:\n%s\n---\n%s", once, twice)
+		}
+		for _, v := range values {
+			if strings.Contains(once, v[:20]) {
+				t.Errorf("value %s… kept:\n%s", v[:20], once)
+			}
+		}
+	}
+	_, found := r.RedactAndFind(doc)
+	k := NewKnown(found)
+	// Bare, as in a runbook or a last-applied-configuration annotation.
+	later := `{"DATABASE_URL":"` + values[4] + `","SEED":"` + values[3] + `"}` + "\nexport DB=" + values[0] + "\n"
+	got, _ := (Chain{r, k}).Redact(later)
+	for _, v := range []string{values[0], values[3], values[4]} {
+		if strings.Contains(got, strings.TrimRight(v, "=")[:20]) {
+			t.Errorf("learned value %s… not redacted bare: %s", v[:20], got)
+		}
+	}
+}
+
+// TestCredentialsInURLsAndBasicAuth: a password in a URL's user
+// information and HTTP Basic credentials were kept unless the same value
+// had been learned elsewhere. Variables and documentation words in their
+// place are not secrets.
+func TestCredentialsInURLsAndBasicAuth(t *testing.T) {
+	r := New()
+	for _, tc := range []struct{ in, secret string }{
+		{`db := "postgres://admin:S3cr3tPassw0rdZq@db.internal:5432/app"`, "S3cr3tPassw0rdZq"},
+		{"Use https://deploy:Rul3Passw0rdXyz@git.example.com/acme/api.git", "Rul3Passw0rdXyz"},
+		{"req.Header.Set(\"Authorization\", \"Basic YWRtaW46UzNjcjN0UGFzc3c=\")", "YWRtaW46UzNjcjN0UGFzc3c="},
+		{"authorization: Basic YWRtaW46c2VjcmV0cGFzcw==", "YWRtaW46c2VjcmV0cGFzcw=="},
+	} {
+		if out, _ := r.Redact(tc.in); strings.Contains(out, tc.secret) {
+			t.Errorf("%q kept its secret: %q", tc.in, out)
+		}
+	}
+	for _, in := range []string{
+		"postgres://postgres:${DB_PASSWORD}@127.0.0.1:5432/app",
+		"redis://:{{ .Values.password }}@redis:6379",
+		"https://user:password@example.com/",
+		"make run: using DATABASE_URL=postgres://postgres:***@127.0.0.1:5432/db",
+		"postgres://postgres@127.0.0.1:5432/codelotse",
+	} {
+		if out, _ := r.Redact(in); out != in {
+			t.Errorf("%q became %q", in, out)
+		}
+	}
+}
+
+// TestKnownAfterEscapes: a known value right after an escape sequence (a
+// JSON or string-literal \n or \t or \u0022, a URL's %3D) shared its run
+// with the escape's letters and was shown bare.
+func TestKnownAfterEscapes(t *testing.T) {
+	const v = "Vb7Nq3Xz9Lk2Wm5Rt"
+	_, found := New().RedactAndFind("password: " + v + "\n")
+	k := NewKnown(found)
+	if k == nil {
+		t.Fatal("nothing learned")
+	}
+	for _, in := range []string{
+		`"values": "first\n` + v + `\nthird"`,
+		`"tab": "\t` + v + `"`,
+		`"quoted": "\u0022` + v + `\u0022"`,
+		`"hex": "\x41` + v + `"`,
+		"https://sso.acme.test/cb?next=%2Flogin%3Fpw%3D" + v + "%26a%3D1",
+	} {
+		if out, _ := k.Redact(in); strings.Contains(out, v) {
+			t.Errorf("%s: %s", in, out)
+		}
+	}
+	// Letters that are no escape stay part of the run: no false match.
+	if out, _ := k.Redact("prefix" + v); strings.Contains(out, "REDACTED") {
+		t.Errorf("a longer word was redacted: %s", out)
+	}
+}

@@ -24,6 +24,9 @@ type ruleset struct {
 	anchors []pidAnchors
 	// always lists rules without keywords (gitleaks always runs them).
 	always []int32
+	// manifest is the rule every value of a Kubernetes Secret's data is
+	// reported under (secretManifestSpans), -1 without it.
+	manifest int32
 }
 
 // pidAnchors are the anchors starting with one pattern, and their quick
@@ -72,6 +75,11 @@ const maxQuicksPerPattern = 16
 type rule struct {
 	id      string
 	generic bool
+	// valuesOnly: learn (Find) only values that look generated. The
+	// Secret-manifest spans are every data value, some of them words
+	// ("environment: production") that must not be redacted from every
+	// later text of the tenant.
+	valuesOnly bool
 	// label is the rule's priority for naming a redaction that several
 	// rules found: a specific rule over generic-api-key over a rule that
 	// gitleaks would only apply to some file paths.
@@ -245,6 +253,16 @@ func buildRuleset(cfg config.Config, relax bool) (*ruleset, error) {
 		rs.rules = append(rs.rules, r)
 	}
 	rs.matcher = newMatcher(rs.patterns)
+	rs.manifest = -1
+	for _, r := range rs.rules {
+		if r.id == manifestRule {
+			// A rule of its own (no variants, never activated by a
+			// keyword), named and ranked as gitleaks' rule.
+			rs.manifest = int32(len(rs.rules))
+			rs.rules = append(rs.rules, &rule{id: r.id, label: r.label, valuesOnly: true})
+			break
+		}
+	}
 	return rs, nil
 }
 

@@ -426,6 +426,9 @@ func (c *call) collect(w string, off int, ri int32, v *variant, re *regexp.Regex
 // finish adds every other occurrence of each found secret, then sorts.
 func (c *call) finish() []span {
 	sc, s := c.sc, c.s
+	if c.rs.manifest >= 0 {
+		sc.spans = secretManifestSpans(s, c.rs.manifest, sc.spans)
+	}
 	if len(sc.spans) == 0 {
 		return nil
 	}

@@ -125,11 +125,18 @@ func (r *Redactor) Redact(s string) (string, map[string]int) {
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	spans := r.rs.find(s, sc)
-	if len(spans) == 0 {
-		return s, nil
+	// Until a pass finds nothing (maxPasses explains why).
+	var counts map[string]int
+	for pass := 0; pass < maxPasses; pass++ {
+		spans := fresh(s, r.rs.find(s, sc), pass)
+		if len(spans) == 0 {
+			break
+		}
+		var c map[string]int
+		s, c = r.replace(s, spans, func(b *strings.Builder, _, placeholder string) { b.WriteString(placeholder) })
+		counts = addCounts(counts, c)
 	}
-	return r.replace(s, spans, func(b *strings.Builder, _, placeholder string) { b.WriteString(placeholder) })
+	return s, counts
 }
 
 // replace rewrites s with every span (sorted, possibly overlapping) replaced
