@@ -55,7 +55,7 @@ func (r *Redactor) found(s string, spans []span) []Found {
 		secret := strings.Trim(raw, "\"'` \t\r\n")
 		rule := r.rs.rules[sp.rule]
 		if rule.valuesOnly {
-			if !strings.Contains(secret, "\n") && generated(strings.TrimRight(secret, "=")) {
+			if learnable(secret) {
 				remember(secret, rule)
 				rememberPadless(secret, rule, remember)
 			}
@@ -105,6 +105,23 @@ func rememberValue(secret string, rl *rule, remember func(string, *rule)) {
 	if pad := len(trimmed) - len(strings.TrimRight(trimmed, "=")); pad > 0 && strings.HasSuffix(trimmed, v+strings.Repeat("=", pad)) {
 		remember(v+strings.Repeat("=", pad), rl)
 	}
+}
+
+// learnable reports whether a value that a rule with valuesOnly found may
+// be learned: one line of the base64 or URL-safe alphabet that looks
+// generated. Words ("postgres", "production"), region names and prose
+// around such a rule's match are redacted where they were found, but must
+// not be redacted from every later text of the tenant.
+func learnable(v string) bool {
+	if strings.Contains(v, "\n") {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !isAlnum(c) && c != '+' && c != '/' && c != '=' && c != '_' {
+			return false
+		}
+	}
+	return generated(strings.TrimRight(v, "="))
 }
 
 // rememberPadless remembers a value with base64 padding also without it.

@@ -304,3 +304,66 @@ func TestKnownAfterEscapes(t *testing.T) {
 		t.Errorf("a longer word was redacted: %s", out)
 	}
 }
+
+// TestNewRulesTeachNoWords: the URL and Basic rules redact a weak password
+// or a word where they find it but learn only values that look generated:
+// "postgres" learned from postgres://postgres:postgres@db hid the word from
+// every search of the tenant.
+func TestNewRulesTeachNoWords(t *testing.T) {
+	r := New()
+	for _, tc := range []struct{ doc, later string }{
+		{"DATABASE_URL: postgres://postgres:postgres@db:5432/app", "connect with postgres to the db"},
+		{"authorization: basic\n  username: admin\n", "func Login(username string)"},
+		{"// Authorization: Basic credentials are checked", "credentials and authentication"},
+	} {
+		_, found := r.RedactAndFind(tc.doc)
+		if got, _ := (Chain{r, NewKnown(found)}).Redact(tc.later); got != tc.later {
+			t.Errorf("after %q, %q became %q", tc.doc, tc.later, got)
+		}
+	}
+	// A generated password is learned.
+	_, found := r.RedactAndFind("postgres://app:Zx9Qw7Lm3Kp4Tz@db/app")
+	if got, _ := (Chain{r, NewKnown(found)}).Redact("the password is Zx9Qw7Lm3Kp4Tz"); strings.Contains(got, "Zx9Qw7Lm3Kp4Tz") {
+		t.Errorf("a generated URL password was not learned: %q", got)
+	}
+	if got, _ := r.Redact("https://api.example.com:443?email=jane@example.com"); strings.Contains(got, "REDACTED") {
+		t.Errorf("a port and a query read as a password: %q", got)
+	}
+}
+
+// TestSecretManifestShapes: every data value of a Secret, whatever the
+// manifest's shape, including manifests in which no gitleaks rule opens a
+// window (the values were kept then); templates are not secrets.
+func TestSecretManifestShapes(t *testing.T) {
+	r := New()
+	for name, tc := range map[string]struct {
+		doc    string
+		values []string
+	}{
+		"comments":          {"kind: Secret # app credentials\ndata: # base64\n  a: QWJjRGVmR2hpMTIzNDU2\n  b: WHl6MTIzNDU2Nzg5MEFi # x\n", []string{"QWJjRGVmR2hpMTIzNDU2", "WHl6MTIzNDU2Nzg5MEFi"}},
+		"flow":              {"kind: Secret\ndata: {dburl: Rmwwd1Bhc3N3MHJkWHk5, other: 'T3RoZXJWYWx1ZTk4Nw=='}\n", []string{"Rmwwd1Bhc3N3MHJkWHk5", "T3RoZXJWYWx1ZTk4Nw=="}},
+		"quoted keys":       {"kind: Secret\ndata:\n  \"dburl\": \"UXVvdGVkS2V5VmFsdWU5\"\n  'db.url': U2luZ2xlUXVvdGVkOTg3\n", []string{"UXVvdGVkS2V5VmFsdWU5", "U2luZ2xlUXVvdGVkOTg3"}},
+		"block scalar":      {"kind: Secret\nstringData:\n  config.ini: |  # ini file\n    pass=Bl0ckScal4rPw7Zx\n  other.txt: |2\n    Bl0ckInd1catorPw9\n", []string{"Bl0ckScal4rPw7Zx", "Bl0ckInd1catorPw9"}},
+		"continued":         {"kind: Secret\nstringData:\n  long: first\n    C0ntinuationB8Zyq\n", []string{"C0ntinuationB8Zyq"}},
+		"json":              {`{"apiVersion": "v1", "kind": "Secret", "data": {"a": "SnNvblZhbHVlT25lOTg3", "b": "SnNvblZhbHVlVHdvNjU0"}}`, []string{"SnNvblZhbHVlT25lOTg3", "SnNvblZhbHVlVHdvNjU0"}},
+		"after a configmap": {"kind: ConfigMap\ndata:\n  mode: fast\n---\nkind: Secret\ndata:\n  k: QWZ0ZXJDb25maWdNYXA5\n", []string{"QWZ0ZXJDb25maWdNYXA5"}},
+	} {
+		out, _ := r.RedactDocument(tc.doc)
+		for _, v := range tc.values {
+			if strings.Contains(out, v) {
+				t.Errorf("%s: %s kept:\n%s", name, v, out)
+			}
+		}
+		if again, _ := r.RedactDocument(out); again != out {
+			t.Errorf("%s: not a fixed point:\n%s\n---\n%s", name, out, again)
+		}
+	}
+	for _, keep := range []string{
+		"kind: Secret\ndata:\n  password: {{ .Values.db.password | b64enc }}\n",
+		"kind: ConfigMap\ndata:\n  mode: fast\n  region: eu-west-1\n",
+	} {
+		if out, _ := r.RedactDocument(keep); out != keep {
+			t.Errorf("%q became %q", keep, out)
+		}
+	}
+}

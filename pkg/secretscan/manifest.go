@@ -1,72 +1,45 @@
 package secretscan
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // manifestRule is gitleaks' rule for Kubernetes Secret manifests, under
 // which secretManifestSpans reports every data value.
 const manifestRule = "kubernetes-secret-yaml"
 
-// secretManifestSpans appends to out a span for the value of every entry
-// under data: or stringData: in each YAML document of s (between "---"
-// lines) that declares kind: Secret at its top level, and for every line
-// of a block scalar value (key: |). Every value there is a secret by
-// definition, and gitleaks' rule reports one key per "kind: Secret" within
-// its reach, so the later keys of a long manifest were kept. Values that
-// are already placeholders are skipped, so that redacting again finds
-// nothing new.
+// secretManifestSpans appends to out a span for every value of a Kubernetes
+// Secret's data and stringData: in each YAML document of s (between "---"
+// lines) that declares kind: Secret at its top level, block style (one
+// key: value a line, block scalars, continuation lines) and flow style
+// (data: {a: b}); and in JSON (kubectl get secret -o json) wherever s
+// declares "kind": "Secret". Every value there is a secret by definition,
+// and gitleaks' rule reports one key per "kind: Secret" within its reach,
+// so the later keys of a long manifest were kept. Values that are already
+// placeholders, and templates ({{ … }}), are skipped, so that redacting
+// again finds nothing new.
 func secretManifestSpans(s string, rule int32, out []span) []span {
-	if !strings.Contains(s, "Secret") || !strings.Contains(s, "ata:") {
+	if !strings.Contains(s, "Secret") || !strings.Contains(s, "ata") {
 		return out
 	}
-	type line struct {
-		start int
-		text  string
+	out = yamlSecretSpans(s, rule, out)
+	if jsonSecretKind.MatchString(s) {
+		out = jsonSecretSpans(s, rule, out)
 	}
-	var doc []line
+	return out
+}
+
+// yamlLine is one line of a YAML document and where it starts in the text.
+type yamlLine struct {
+	start int
+	text  string
+}
+
+func yamlSecretSpans(s string, rule int32, out []span) []span {
+	var doc []yamlLine
 	flush := func() {
-		secret := false
-		for _, l := range doc {
-			if v, ok := strings.CutPrefix(l.text, "kind:"); ok && strings.Trim(strings.TrimSpace(v), `"'`) == "Secret" {
-				secret = true
-			}
-		}
-		if !secret {
-			doc = doc[:0]
-			return
-		}
-		section := false
-		block := -1 // indentation of a block scalar's key, -1 for none
-		for _, l := range doc {
-			t := strings.TrimRight(l.text, " \t\r")
-			body := strings.TrimLeft(t, " \t")
-			indent := len(t) - len(body)
-			if body == "" || strings.HasPrefix(body, "#") {
-				continue
-			}
-			if indent == 0 {
-				section = body == "data:" || body == "stringData:"
-				block = -1
-				continue
-			}
-			if !section {
-				continue
-			}
-			if block >= 0 && indent > block {
-				out = appendValue(out, l.start+indent, body, rule)
-				continue
-			}
-			block = -1
-			k := strings.Index(body, ":")
-			if k < 0 {
-				continue
-			}
-			v := strings.TrimLeft(body[k+1:], " \t")
-			if v == "|" || v == ">" || strings.HasPrefix(v, "|-") || strings.HasPrefix(v, ">-") || v == "|+" || v == ">+" {
-				block = indent
-				continue
-			}
-			out = appendValue(out, l.start+len(t)-len(v), v, rule)
-		}
+		out = yamlDocSpans(doc, rule, out)
 		doc = doc[:0]
 	}
 	for start := 0; start < len(s); {
@@ -80,7 +53,7 @@ func secretManifestSpans(s string, rule int32, out []span) []span {
 		if strings.HasPrefix(text, "---") {
 			flush()
 		} else {
-			doc = append(doc, line{start, text})
+			doc = append(doc, yamlLine{start, text})
 		}
 		start = end + 1
 	}
@@ -88,18 +61,139 @@ func secretManifestSpans(s string, rule int32, out []span) []span {
 	return out
 }
 
-// appendValue appends the span of value v, which starts at offset at of the
-// text, without its quotes and trailing comment; a placeholder or an empty
-// value is no secret.
-func appendValue(out []span, at int, v string, rule int32) []span {
-	if k := strings.Index(v, " #"); k >= 0 {
-		v = v[:k]
+// uncomment drops a YAML comment (" #…" or a line that is one) and the
+// spaces around what is left.
+func uncomment(t string) string {
+	if strings.HasPrefix(strings.TrimLeft(t, " \t"), "#") {
+		return ""
 	}
+	if k := strings.Index(t, " #"); k >= 0 {
+		t = t[:k]
+	}
+	if k := strings.Index(t, "\t#"); k >= 0 {
+		t = t[:k]
+	}
+	return strings.TrimRight(t, " \t\r")
+}
+
+// blockIndicator matches a block scalar's header: | or > with chomping and
+// indentation indicators.
+var blockIndicator = regexp.MustCompile(`^[|>][-+0-9]*$`)
+
+func yamlDocSpans(doc []yamlLine, rule int32, out []span) []span {
+	secret := false
+	for _, l := range doc {
+		if v, ok := strings.CutPrefix(uncomment(l.text), "kind:"); ok && strings.Trim(strings.TrimSpace(v), `"'`) == "Secret" {
+			secret = true
+		}
+	}
+	if !secret {
+		return out
+	}
+	section := false
+	entry := -1 // indentation of the current entry's key; -1 outside one
+	for _, l := range doc {
+		t := uncomment(l.text)
+		body := strings.TrimLeft(t, " \t")
+		indent := len(t) - len(body)
+		if body == "" {
+			continue
+		}
+		if indent == 0 {
+			key, rest, _ := strings.Cut(body, ":")
+			key = strings.Trim(key, `"'`)
+			section = key == "data" || key == "stringData"
+			entry = -1
+			if section {
+				// Flow style: data: {a: b, c: d}.
+				out = flowSpans(l.start+len(t)-len(strings.TrimLeft(rest, " \t")), strings.TrimLeft(rest, " \t"), rule, out)
+			}
+			continue
+		}
+		if !section {
+			continue
+		}
+		if entry >= 0 && indent > entry {
+			// A block scalar's line, or a plain value continued.
+			out = appendValue(out, l.start+indent, body, rule)
+			continue
+		}
+		k := strings.Index(body, ":")
+		if k < 0 {
+			continue
+		}
+		entry = indent
+		rest := body[k+1:]
+		v := strings.TrimLeft(rest, " \t")
+		if blockIndicator.MatchString(v) {
+			continue
+		}
+		out = appendValue(out, l.start+len(t)-len(v), v, rule)
+	}
+	return out
+}
+
+// flowSpans reports the values of a flow mapping "{a: b, c: "d"}" that
+// starts at offset at (nothing for anything else).
+func flowSpans(at int, v string, rule int32, out []span) []span {
+	if !strings.HasPrefix(v, "{") {
+		return out
+	}
+	end := strings.IndexByte(v, '}')
+	if end < 0 {
+		end = len(v)
+	}
+	for i := 1; i < end; {
+		j := strings.IndexByte(v[i:end], ',')
+		if j < 0 {
+			j = end
+		} else {
+			j += i
+		}
+		pair := v[i:j]
+		if k := strings.Index(pair, ":"); k >= 0 {
+			val := strings.TrimLeft(pair[k+1:], " \t")
+			val = strings.TrimRight(val, " \t")
+			out = appendValue(out, at+i+len(pair[:k+1])+len(pair[k+1:])-len(strings.TrimLeft(pair[k+1:], " \t")), val, rule)
+		}
+		i = j + 1
+	}
+	return out
+}
+
+// jsonSecretKind finds a JSON Secret; jsonDataObject the start of its data
+// or stringData object; jsonPair one "key": "value" member in it.
+var (
+	jsonSecretKind = regexp.MustCompile(`"kind"\s*:\s*"Secret"`)
+	jsonDataObject = regexp.MustCompile(`"(?:data|stringData)"\s*:\s*\{`)
+	jsonPair       = regexp.MustCompile(`"(?:[^"\\]|\\.)*"\s*:\s*"((?:[^"\\]|\\.)*)"`)
+)
+
+func jsonSecretSpans(s string, rule int32, out []span) []span {
+	for _, loc := range jsonDataObject.FindAllStringIndex(s, -1) {
+		end := strings.IndexByte(s[loc[1]:], '}')
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += loc[1]
+		}
+		obj := s[loc[1]:end]
+		for _, m := range jsonPair.FindAllStringSubmatchIndex(obj, -1) {
+			out = appendValue(out, loc[1]+m[2], obj[m[2]:m[3]], rule)
+		}
+	}
+	return out
+}
+
+// appendValue appends the span of value v, which starts at offset at of the
+// text, without its quotes; a placeholder, a template or an empty value is
+// no secret.
+func appendValue(out []span, at int, v string, rule int32) []span {
 	v = strings.TrimRight(v, " \t\r")
 	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
 		at, v = at+1, v[1:len(v)-1]
 	}
-	if v == "" || strings.HasPrefix(v, "[REDACTED:") || v == "{}" {
+	if v == "" || v == "{}" || v == "|" || v == ">" || strings.HasPrefix(v, "[REDACTED:") || strings.Contains(v, "{{") {
 		return out
 	}
 	return append(out, span{start: at, end: at + len(v), rule: rule})

@@ -253,6 +253,12 @@ func buildRuleset(cfg config.Config, relax bool) (*ruleset, error) {
 		rs.rules = append(rs.rules, r)
 	}
 	rs.matcher = newMatcher(rs.patterns)
+	for _, r := range rs.rules {
+		// Rules whose match may be a word (a URL's password "postgres",
+		// prose after "Authorization: Basic") redact it where found but
+		// learn only values that look generated.
+		r.valuesOnly = r.valuesOnly || r.id == "url-credentials" || r.id == "http-basic-authorization"
+	}
 	rs.manifest = -1
 	for _, r := range rs.rules {
 		if r.id == manifestRule {

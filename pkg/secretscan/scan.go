@@ -142,6 +142,27 @@ func (c *call) lineEndAfter(p, n int) int {
 
 // find returns the spans of s to redact, sorted by start.
 func (rs *ruleset) find(s string, sc *scratch) []span {
+	spans := rs.findRules(s, sc)
+	if rs.manifest < 0 {
+		return spans
+	}
+	n := len(spans)
+	// Every value of a Secret manifest, whether or not a rule's window
+	// opened in the text (a manifest without any other secret shape).
+	spans = secretManifestSpans(s, rs.manifest, spans)
+	if len(spans) > n {
+		slices.SortFunc(spans, func(a, b span) int {
+			if a.start != b.start {
+				return a.start - b.start
+			}
+			return b.end - a.end
+		})
+	}
+	return spans
+}
+
+// findRules is find for the gitleaks rules.
+func (rs *ruleset) findRules(s string, sc *scratch) []span {
 	sc.hits = rs.matcher.scan(s, sc.hits[:0])
 	sc.spans = sc.spans[:0]
 	sc.windows = sc.windows[:0]
@@ -426,9 +447,6 @@ func (c *call) collect(w string, off int, ri int32, v *variant, re *regexp.Regex
 // finish adds every other occurrence of each found secret, then sorts.
 func (c *call) finish() []span {
 	sc, s := c.sc, c.s
-	if c.rs.manifest >= 0 {
-		sc.spans = secretManifestSpans(s, c.rs.manifest, sc.spans)
-	}
 	if len(sc.spans) == 0 {
 		return nil
 	}
