@@ -33,29 +33,22 @@ func cmdIdPAdd(e *env, args []string) error {
 	}
 	iss := strings.TrimRight(*issuer, "/")
 	return e.inTenant(*slug, func(tx *postgres.Tx) error {
-		// Sign-in needs exactly one provider: another issuer corrects the
-		// tenant's provider while nobody has signed in through it (as the
-		// admin page does), and is refused once someone has.
+		// An operator may keep a second provider on purpose (its tokens
+		// keep working until it is disabled), unlike the admin page, which
+		// edits the tenant's one provider. Web sign-in needs exactly one,
+		// so adding another is said out loud.
 		existing, err := tx.IdentityProviderByIssuer(e.ctx, "")
-		switch {
-		case err == nil && existing.Issuer != iss:
-			if err := tx.ChangeIdentityProviderIssuer(e.ctx, existing.ID, iss, operator); err != nil {
-				return err
-			}
-		case err != nil && codelotse.ErrorCode(err) == codelotse.Invalid:
-			// Several already (added before this rule): only one of theirs.
-			if _, err := tx.IdentityProviderByIssuer(e.ctx, iss); err != nil {
-				return codelotse.Errorf(codelotse.Invalid, "this tenant already has several identity providers and sign-in needs exactly one; not adding another")
-			}
-		case err != nil && codelotse.ErrorCode(err) != codelotse.NotFound:
-			return err
-		}
+		another := err == nil && existing.Issuer != iss
 		p, err := tx.UpsertIdentityProvider(e.ctx, postgres.IdentityProvider{Issuer: iss,
 			ClientID: *clientID, ClientSecret: *secret, GroupsClaim: *claim, Scopes: sc}, operator)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "identity provider %s (%s) saved and enabled for %s\n", p.Issuer, p.ID, *slug)
+		if another {
+			fmt.Fprintf(e.stderr, "cltctl: note: %s now has two identity providers (%s and %s); web sign-in works only with exactly one. "+
+				"To correct a mistyped issuer instead, use the admin page's provider form before anyone signs in.\n", *slug, existing.Issuer, p.Issuer)
+		}
 		return nil
 	})
 }
