@@ -347,6 +347,8 @@ func TestSecretManifestShapes(t *testing.T) {
 		"continued":         {"kind: Secret\nstringData:\n  long: first\n    C0ntinuationB8Zyq\n", []string{"C0ntinuationB8Zyq"}},
 		"json":              {`{"apiVersion": "v1", "kind": "Secret", "data": {"a": "SnNvblZhbHVlT25lOTg3", "b": "SnNvblZhbHVlVHdvNjU0"}}`, []string{"SnNvblZhbHVlT25lOTg3", "SnNvblZhbHVlVHdvNjU0"}},
 		"after a configmap": {"kind: ConfigMap\ndata:\n  mode: fast\n---\nkind: Secret\ndata:\n  k: QWZ0ZXJDb25maWdNYXA5\n", []string{"QWZ0ZXJDb25maWdNYXA5"}},
+		// A " #" inside a quoted value is part of the secret, not a comment.
+		"hash in a quoted value": {"kind: Secret\nstringData:\n  pw: \"Hx7 #Qz9Lm2Wv8\"\n  block: |\n    line Pq3 #Zt8Kw5Rn1\n", []string{"Qz9Lm2Wv8", "Zt8Kw5Rn1"}},
 	} {
 		out, _ := r.RedactDocument(tc.doc)
 		for _, v := range tc.values {

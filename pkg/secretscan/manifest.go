@@ -114,8 +114,10 @@ func yamlDocSpans(doc []yamlLine, rule int32, out []span) []span {
 			continue
 		}
 		if entry >= 0 && indent > entry {
-			// A block scalar's line, or a plain value continued.
-			out = appendValue(out, l.start+indent, body, rule)
+			// A block scalar's line, or a plain value continued: the
+			// whole line as written (a # inside a secret is no comment).
+			raw := strings.TrimRight(l.text[indent:], " \t\r")
+			out = appendValue(out, l.start+indent, raw, rule)
 			continue
 		}
 		k := strings.Index(body, ":")
@@ -123,12 +125,22 @@ func yamlDocSpans(doc []yamlLine, rule int32, out []span) []span {
 			continue
 		}
 		entry = indent
-		rest := body[k+1:]
-		v := strings.TrimLeft(rest, " \t")
+		v := strings.TrimLeft(body[k+1:], " \t")
 		if blockIndicator.MatchString(v) {
 			continue
 		}
-		out = appendValue(out, l.start+len(t)-len(v), v, rule)
+		// The value as written: a quoted one to its closing quote (a " #"
+		// inside it is part of the secret), a plain one to a comment.
+		at := l.start + len(t) - len(v)
+		raw := l.text[at-l.start:]
+		if q := raw[0]; q == '"' || q == '\'' {
+			if end := strings.IndexByte(raw[1:], q); end >= 0 {
+				raw = raw[:end+2]
+			}
+		} else {
+			raw = uncomment(raw)
+		}
+		out = appendValue(out, at, raw, rule)
 	}
 	return out
 }
