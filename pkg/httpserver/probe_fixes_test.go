@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/codelotse/codelotse/pkg/postgres"
 )
 
@@ -248,11 +250,16 @@ func TestHeadIsServedAsGet(t *testing.T) {
 // with Allow; the tenant group's catch-all made every such request a 404.
 func TestWrongMethodIs405(t *testing.T) {
 	f := newOAuthFixture(t, nil)
+	f.srv.echo.GET("/t/:slug/test-missing", func(c echo.Context) error { return echo.ErrNotFound })
+	f.srv.registered["GET /t/:slug/test-missing"] = true
 	for _, tc := range []struct{ method, path, allow string }{
 		{http.MethodGet, "/t/acme/oauth/token", "POST"},
 		{http.MethodPut, "/t/acme/mcp/tokens", "POST"},
 		{http.MethodDelete, "/t/acme/admin", "GET, HEAD"},
 		{http.MethodGet, "/t/acme/no/such/page", ""},
+		// A handler's own "not found" for a route of this method (the
+		// route is added below).
+		{http.MethodGet, "/t/acme/test-missing", ""},
 		{http.MethodGet, "/no/such/page", ""},
 	} {
 		rec := f.do(httptest.NewRequest(tc.method, tc.path, nil))

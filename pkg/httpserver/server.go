@@ -419,7 +419,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		}
 	}
 	if status == http.StatusNotFound {
-		if allow := s.allowedMethods(c.Request().URL.Path); allow != "" {
+		// Only when routing found nothing for this method: a handler's own
+		// "not found" (a missing token, a mapping) stays a 404.
+		if allow := s.allowedMethods(c.Request().URL.Path); allow != "" && !slices.Contains(strings.Split(allow, ", "), c.Request().Method) {
 			// The path exists for other methods: 405 with Allow (RFC 9110
 			// §15.5.6), which the router gives only outside the tenant
 			// group, whose catch-all answers every method "not found".
