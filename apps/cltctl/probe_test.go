@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -42,11 +41,8 @@ func TestIdPAddChecksTheIssuer(t *testing.T) {
 	env := pgtest.New(t)
 	mustCltctl(t, env, "tenant", "create", "--slug", "acme", "--name", "Acme")
 	add := func(issuer string) (string, error) {
-		vars := map[string]string{"DATABASE_URL": env.AdminURL, "DB_ROLE_PREFIX": env.RolePrefix, "PUBLIC_URL": "http://127.0.0.1:8080"}
-		var out, errOut bytes.Buffer
-		err := run(context.Background(), []string{"idp", "add", "--tenant", "acme", "--issuer", issuer, "--client-id", "c", "--client-secret", "s"},
-			func(k string) string { return vars[k] }, &out, &errOut)
-		return errOut.String(), err
+		_, errOut, err := cltctlStreams(t, env, "idp", "add", "--tenant", "acme", "--issuer", issuer, "--client-id", "c", "--client-secret", "s")
+		return errOut, err
 	}
 	for _, bad := range []string{"http://idp.example.com", "https://idp.example.com/x?y=1", "https://idp.example.com/x#z", "https://u:p@idp.example.com", "https://idp.example.com/a b"} {
 		var ue usageError

@@ -16,10 +16,17 @@ import (
 // cltctl runs the CLI against the test database and returns stdout.
 func cltctl(t *testing.T, env *pgtest.Env, args ...string) (string, error) {
 	t.Helper()
+	out, _, err := cltctlStreams(t, env, args...)
+	return out, err
+}
+
+// cltctlStreams is cltctl that also returns what the CLI wrote to stderr.
+func cltctlStreams(t *testing.T, env *pgtest.Env, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	vars := map[string]string{"DATABASE_URL": env.AdminURL, "DB_ROLE_PREFIX": env.RolePrefix, "PUBLIC_URL": "http://127.0.0.1:8080"}
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), args, func(k string) string { return vars[k] }, &out, &errOut)
-	return out.String(), err
+	err = run(context.Background(), args, func(k string) string { return vars[k] }, &out, &errOut)
+	return out.String(), errOut.String(), err
 }
 
 func mustCltctl(t *testing.T, env *pgtest.Env, args ...string) string {

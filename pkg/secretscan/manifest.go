@@ -5,6 +5,10 @@ import (
 	"strings"
 )
 
+// learnGeneratedOnly is the tag of policies/gitleaks.toml for rules whose
+// values are learned only when they look generated (rule.valuesOnly).
+const learnGeneratedOnly = "learn-generated-only"
+
 // manifestRule is gitleaks' rule for Kubernetes Secret manifests, under
 // which secretManifestSpans reports every data value.
 const manifestRule = "kubernetes-secret-yaml"
@@ -20,10 +24,15 @@ const manifestRule = "kubernetes-secret-yaml"
 // placeholders, and templates ({{ … }}), are skipped, so that redacting
 // again finds nothing new.
 func secretManifestSpans(s string, rule int32, out []span) []span {
-	if !strings.Contains(s, "Secret") || !strings.Contains(s, "ata") {
+	// Every answer string passes here (the output layer's redaction), and
+	// code says "Secret" and "data" often: parse only a text that declares
+	// a Secret.
+	if !strings.Contains(s, "Secret") {
 		return out
 	}
-	out = yamlSecretSpans(s, rule, out)
+	if yamlSecretKind.MatchString(s) {
+		out = yamlSecretSpans(s, rule, out)
+	}
 	if jsonSecretKind.MatchString(s) {
 		out = jsonSecretSpans(s, rule, out)
 	}
@@ -172,6 +181,10 @@ func flowSpans(at int, v string, rule int32, out []span) []span {
 	}
 	return out
 }
+
+// yamlSecretKind finds a top-level kind: Secret line (yamlDocSpans decides
+// per document).
+var yamlSecretKind = regexp.MustCompile(`(?m)^kind:[ \t]*["']?Secret["']?[ \t]*(?:#.*)?\r?$`)
 
 // jsonSecretKind finds a JSON Secret; jsonDataObject the start of its data
 // or stringData object; jsonPair one "key": "value" member in it.

@@ -256,8 +256,8 @@ func buildRuleset(cfg config.Config, relax bool) (*ruleset, error) {
 	for _, r := range rs.rules {
 		// Rules whose match may be a word (a URL's password "postgres",
 		// prose after "Authorization: Basic") redact it where found but
-		// learn only values that look generated.
-		r.valuesOnly = r.valuesOnly || r.id == "url-credentials" || r.id == "http-basic-authorization"
+		// learn only values that look generated: the policy tags them.
+		r.valuesOnly = slices.Contains(cfg.Rules[r.id].Tags, learnGeneratedOnly)
 	}
 	rs.manifest = -1
 	for _, r := range rs.rules {
