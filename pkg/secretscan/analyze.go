@@ -776,17 +776,52 @@ func stripCaptures(re *syntax.Regexp) *syntax.Regexp {
 // its leading and trailing context guards and word boundaries, captures
 // removed (the whole match is the secret). Only branches whose anchor is
 // selective take part. It returns "" when no branch changes or qualifies.
-func relaxToken(re *syntax.Regexp) string {
+// weak is the variant of the branches whose anchor is not selective
+// (Vault's "s."): they keep a word boundary before the token and end where
+// the token can't continue (tokenEnd); their matches must look generated.
+func relaxToken(re *syntax.Regexp) (strong, weak string) {
+	alts, weaks := relaxTokenAlts(re)
+	return alternation(alts), alternation(weaks)
+}
+
+// alternation is the source of alts as one alternation, or "" for none.
+func alternation(alts []*syntax.Regexp) string {
+	switch len(alts) {
+	case 0:
+		return ""
+	case 1:
+		return alts[0].String()
+	}
+	return (&syntax.Regexp{Op: syntax.OpAlternate, Sub: alts}).String()
+}
+
+// relaxTokenAlts returns the relaxed branches of relaxToken.
+func relaxTokenAlts(re *syntax.Regexp) (alts, weaks []*syntax.Regexp) {
 	seq, changedTop := stripGuards(flatten(re))
 	bs, ok := splitAll(seq, 3)
 	if !ok {
+		// Too many branches in all: a keyword-context branch (its
+		// assignment operators alone are eight) next to a token branch,
+		// as atlassian-api-token's "...jira... = key | ATATT3...". Relax
+		// each top-level branch on its own, so the token branch is not
+		// lost with the other.
+		top := re
+		for top.Op == syntax.OpCapture {
+			top = top.Sub[0]
+		}
+		if top.Op == syntax.OpAlternate {
+			for _, sub := range top.Sub {
+				a, w := relaxTokenAlts(sub)
+				alts, weaks = append(alts, a...), append(weaks, w...)
+			}
+			return alts, weaks
+		}
 		bs = [][]*syntax.Regexp{seq}
 	}
 	hexGuard, err := syntax.Parse(`(?:\A|[^0-9A-Fa-f])`, syntax.Perl)
 	if err != nil {
-		return ""
+		return nil, nil
 	}
-	var alts []*syntax.Regexp
 	for _, b := range bs {
 		b, changed := stripGuards(b)
 		changed = changed || changedTop
@@ -804,8 +839,24 @@ func relaxToken(re *syntax.Regexp) string {
 		// A token: what comes before the anchor is a fixed number of
 		// token characters (not optional context like generic-api-key's
 		// [\w.-]{0,50}?), on one line, with selective literals.
-		if !ok || !changed || a.before == unbounded || a.before != a.beforeMin || !selective(a) ||
-			newlinesOf(nb) != 0 {
+		if !ok || !changed || a.before == unbounded || a.before != a.beforeMin || newlinesOf(nb) != 0 {
+			continue
+		}
+		if !selective(a) {
+			// A short prefix like Vault's "s.": without the rule's
+			// guards it would match inside any identifier. Keep the word
+			// boundary before it, and instead of gitleaks' few
+			// terminators (quote, space, ';') accept any character the
+			// token's last part can't continue with, so that the token
+			// is still found before ')', '<', '/' or '.' (a sentence, an
+			// element, a path).
+			if end, ok := tokenEnd(nb[len(nb)-1]); ok {
+				weaks = append(weaks, &syntax.Regexp{Op: syntax.OpConcat, Sub: []*syntax.Regexp{
+					{Op: syntax.OpWordBoundary},
+					{Op: syntax.OpCapture, Cap: 1, Sub: []*syntax.Regexp{{Op: syntax.OpConcat, Sub: nb}}},
+					end,
+				}})
+			}
 			continue
 		}
 		// The token is the secret: one capture group per branch.
@@ -824,13 +875,125 @@ func relaxToken(re *syntax.Regexp) string {
 		}
 		alts = append(alts, alt)
 	}
-	if len(alts) == 0 {
+	return alts, weaks
+}
+
+// secretToken returns a token variant for a keyword-context rule whose
+// secret group starts with a distinctive literal of its own (Defined
+// Networking's "dnkey-…", New Relic's "NRAK-…", Mailgun's "key-…"): the
+// group alone, at a word boundary and ending where its last part can't
+// continue. gitleaks finds such a secret only after its keyword and an
+// assignment; the same value in a path, a sentence or a list is no less a
+// secret. sg is the rule's SecretGroup (0: the first group). It returns ""
+// when the group does not qualify.
+func secretToken(re *syntax.Regexp, sg int) string {
+	g := captureGroup(re, sg)
+	if g == nil {
 		return ""
 	}
-	if len(alts) == 1 {
-		return alts[0].String()
+	seq := flatten(stripCaptures(g.Sub[0]))
+	if len(seq) == 0 {
+		return ""
 	}
-	return (&syntax.Regexp{Op: syntax.OpAlternate, Sub: alts}).String()
+	a, ok := findAnchor(seq)
+	if !ok || a.before != 0 || !selective(a) || a.litBytes < minSecretTokenLit ||
+		minWidthOf(seq) < minSecretTokenLen || newlinesOf(seq) != 0 {
+		return ""
+	}
+	end, ok := tokenEnd(seq[len(seq)-1])
+	if !ok {
+		return ""
+	}
+	return (&syntax.Regexp{Op: syntax.OpConcat, Sub: []*syntax.Regexp{
+		{Op: syntax.OpWordBoundary},
+		{Op: syntax.OpCapture, Cap: 1, Sub: []*syntax.Regexp{{Op: syntax.OpConcat, Sub: seq}}},
+		end,
+	}}).String()
+}
+
+// A secret group is a token of its own (secretToken) if it starts with a
+// literal of at least minSecretTokenLit bytes and is at least
+// minSecretTokenLen long.
+const (
+	minSecretTokenLit = 4
+	minSecretTokenLen = 20
+)
+
+// captureGroup returns capture group n of re (the first if n is 0), or nil.
+func captureGroup(re *syntax.Regexp, n int) *syntax.Regexp {
+	if re.Op == syntax.OpCapture && (re.Cap == n || n == 0) {
+		return re
+	}
+	for _, sub := range re.Sub {
+		if g := captureGroup(sub, n); g != nil {
+			return g
+		}
+	}
+	return nil
+}
+
+// tokenEnd returns the end of a token whose last part is a run of the
+// character class C (or one of them): a character that is not in C, not
+// '(' (a call: Go's s.ReadUint16LengthPrefixed( is Vault-shaped) and not
+// a '.' before more text (a selector), or the end of the text; false if
+// last is no such part.
+func tokenEnd(last *syntax.Regexp) (*syntax.Regexp, bool) {
+	switch last.Op {
+	case syntax.OpRepeat, syntax.OpPlus, syntax.OpStar:
+		last = last.Sub[0]
+	}
+	if last.Op != syntax.OpCharClass || len(last.Rune) == 0 {
+		return nil, false
+	}
+	// The complement of C, then without '(' and '.'.
+	var neg []rune
+	next := rune(0)
+	for i := 0; i < len(last.Rune); i += 2 {
+		if lo := last.Rune[i]; lo > next {
+			neg = append(neg, next, lo-1)
+		}
+		next = last.Rune[i+1] + 1
+	}
+	if next <= unicode.MaxRune {
+		neg = append(neg, next, unicode.MaxRune)
+	}
+	var cls []rune
+	for i := 0; i < len(neg); i += 2 {
+		lo, hi := neg[i], neg[i+1]
+		for _, x := range []rune{'(', '.'} {
+			if lo <= x && x <= hi {
+				if lo < x {
+					cls = append(cls, lo, x-1)
+				}
+				lo = x + 1
+			}
+		}
+		if lo <= hi {
+			cls = append(cls, lo, hi)
+		}
+	}
+	alts := []*syntax.Regexp{{Op: syntax.OpEndText}}
+	if len(cls) > 0 {
+		alts = append(alts, &syntax.Regexp{Op: syntax.OpCharClass, Rune: cls})
+	}
+	if !classHas(last.Rune, '.') {
+		dot, err := syntax.Parse(`\.(?:\s|\z)`, syntax.Perl)
+		if err != nil {
+			return nil, false
+		}
+		alts = append(alts, dot)
+	}
+	return &syntax.Regexp{Op: syntax.OpAlternate, Sub: alts}, true
+}
+
+// classHas reports whether the character class ranges hold r.
+func classHas(ranges []rune, r rune) bool {
+	for i := 0; i < len(ranges); i += 2 {
+		if ranges[i] <= r && r <= ranges[i+1] {
+			return true
+		}
+	}
+	return false
 }
 
 // lowInfoAnchor reports whether one of the anchor's literals has a run of

@@ -102,6 +102,13 @@ type variant struct {
 	// guard, with the same anchors, so where its prefilter fails at an
 	// anchor occurrence this one's fails too.
 	gated bool
+	// generated: only a match with a digit and without a run of six
+	// lowercase letters (looksRandom) is reported. These variants find a
+	// token by a short prefix (Vault's "s.") or a keyword rule's secret
+	// without its keyword (secretToken), where identifiers match too
+	// (s.ReadUint16LengthPrefixed, live_stream_configuration_…);
+	// generated tokens nearly always hold a digit and seldom such a run.
+	generated bool
 }
 
 type compiledAnchor struct {
@@ -177,13 +184,21 @@ func buildRuleset(cfg config.Config, relax bool) (*ruleset, error) {
 			return nil, fmt.Errorf("secretscan: rule %s: %w", id, err)
 		}
 		var relaxed []string
-		guardOnly := false
+		// generated: variants whose matches must look generated.
+		var generated []string
+		guardOnly, hasToken := false, false
 		if relax {
 			if id == "private-key" {
 				relaxed = append(relaxed, privateKeyRelaxed)
-			} else if src := relaxToken(tree); src != "" {
+			} else if src, weak := relaxToken(tree); src != "" || weak != "" {
 				// A distinctive single-line token: drop the context guards.
-				relaxed = append(relaxed, src)
+				if src != "" {
+					relaxed = append(relaxed, src)
+				}
+				if weak != "" {
+					generated = append(generated, weak)
+				}
+				hasToken = true
 			} else if src := relaxGuard(tree); src != "" {
 				// Keyword context: accept a few more terminators.
 				relaxed = append(relaxed, src)
@@ -208,6 +223,37 @@ func buildRuleset(cfg config.Config, relax bool) (*ruleset, error) {
 
 		if guardOnly && len(r.variants) == 2 && sameAnchors(r.variants[0], r.variants[1]) {
 			r.variants[0].gated = true
+		}
+		if relax && id != "private-key" && !hasToken {
+			if src := secretToken(tree, cr.SecretGroup); src != "" {
+				// The secret group is a token of its own: find it
+				// without the keyword too.
+				generated = append(generated, src)
+			}
+		}
+		for _, src := range generated {
+			re, err := regexp.Compile(src)
+			if err != nil {
+				return nil, fmt.Errorf("secretscan: rule %s: relaxed regex: %w", id, err)
+			}
+			v, err := newVariant(re, 0, true, quicks)
+			if err != nil {
+				return nil, fmt.Errorf("secretscan: rule %s: %w", id, err)
+			}
+			if v.whole {
+				// Without anchors it would run on every string.
+				continue
+			}
+			v.generated = true
+			r.variants = append(r.variants, v)
+			// The variant finds the token without the rule's keyword
+			// (mailgun's key-…): its anchors activate the rule too.
+			for _, a := range v.anchors {
+				for _, lit := range a.lits {
+					pid := pattern(lit)
+					rs.gate[pid] = appendUnique(rs.gate[pid], ri)
+				}
+			}
 		}
 		// Relaxed variants first, so that a failed relaxed prefilter can
 		// skip the strict one.

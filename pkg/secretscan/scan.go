@@ -5,9 +5,11 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/zricethezav/gitleaks/v8/config"
 )
@@ -143,13 +145,24 @@ func (c *call) lineEndAfter(p, n int) int {
 // find returns the spans of s to redact, sorted by start.
 func (rs *ruleset) find(s string, sc *scratch) []span {
 	spans := rs.findRules(s, sc)
-	if rs.manifest < 0 {
-		return spans
-	}
 	n := len(spans)
-	// Every value of a Secret manifest, whether or not a rule's window
-	// opened in the text (a manifest without any other secret shape).
-	spans = secretManifestSpans(s, rs.manifest, spans)
+	if d, off, ok := decodeEscapes(s); ok {
+		// HTML or \u escapes of quotes and brackets hide a secret's
+		// context (data-config="{&quot;apiKey&quot;: &quot;…&quot;}",
+		// \u003cpassword\u003e…): find in the decoded copy too and map
+		// its spans back. sc.spans is reused by the second call.
+		spans = slices.Clone(spans)
+		for _, sp := range rs.findRules(d, sc) {
+			sp.start, sp.end = int(off[sp.start]), int(off[sp.end])
+			spans = append(spans, sp)
+		}
+	}
+	if rs.manifest >= 0 {
+		// Every value of a Secret manifest, whether or not a rule's
+		// window opened in the text (a manifest without any other
+		// secret shape).
+		spans = secretManifestSpans(s, rs.manifest, spans)
+	}
 	if len(spans) > n {
 		slices.SortFunc(spans, func(a, b span) int {
 			if a.start != b.start {
@@ -245,13 +258,13 @@ func (rs *ruleset) findRules(s string, sc *scratch) []span {
 		p := int(h.pos)
 		// Quick check results per text (s, ns): 0 unknown, 1 pass, -1 fail.
 		var quick [2][maxQuicksPerPattern]int8
-		failRule, failAnchor := int32(-1), int32(-1)
+		failRule, failVariant, failAnchor := int32(-1), int32(-1), int32(-1)
 		for _, ref := range pa.refs {
 			if !active(ref.rule) {
 				continue
 			}
 			v := rs.rules[ref.rule].variants[ref.variant]
-			if v.gated && ref.rule == failRule && ref.anchor == failAnchor {
+			if v.gated && ref.rule == failRule && ref.variant+1 == failVariant && ref.anchor == failAnchor {
 				continue
 			}
 			t, ti := s, 0
@@ -279,7 +292,7 @@ func (rs *ruleset) findRules(s string, sc *scratch) []span {
 				// occurrence.
 				loc := a.pre.FindStringIndex(text)
 				if loc == nil {
-					failRule, failAnchor = ref.rule, ref.anchor
+					failRule, failVariant, failAnchor = ref.rule, ref.variant, ref.anchor
 					continue
 				}
 				hi = p + loc[1]
@@ -358,6 +371,91 @@ func (c *call) matchBounds(p int, a *compiledAnchor) (lo, hi int) {
 	return lo, hi
 }
 
+// decodeEscapes returns s with its HTML character references and \uXXXX
+// escapes of ASCII characters decoded (&quot; &#34; &#x22; &apos; &#39;
+// &lt; &gt; &amp; \u0022 \u003c …), and for each byte of the result the
+// offset in s of the character it came from, plus len(s) at the end; false
+// when s has none. Only ASCII is decoded: secrets and their context
+// (quotes, '=', '<') are ASCII, and the copy is only searched.
+func decodeEscapes(s string) (string, []int32, bool) {
+	if !strings.Contains(s, "&") && !strings.Contains(s, `\u`) {
+		return "", nil, false
+	}
+	var b []byte
+	var off []int32
+	done := 0 // s[:done] is in b
+	for i := 0; ; {
+		k := strings.IndexAny(s[i:], `&\`)
+		if k < 0 {
+			break
+		}
+		i += k
+		c, n := escapeAt(s, i)
+		if n == 0 {
+			i++
+			continue
+		}
+		if b == nil {
+			b = make([]byte, 0, len(s))
+			off = make([]int32, 0, len(s)+1)
+		}
+		b = append(b, s[done:i]...)
+		for j := done; j < i; j++ {
+			off = append(off, int32(j))
+		}
+		b = append(b, c)
+		off = append(off, int32(i))
+		i += n
+		done = i
+	}
+	if b == nil {
+		return "", nil, false
+	}
+	b = append(b, s[done:]...)
+	for j := done; j < len(s); j++ {
+		off = append(off, int32(j))
+	}
+	return string(b), append(off, int32(len(s))), true
+}
+
+// htmlNamed are the named character references decodeEscapes reads.
+var htmlNamed = map[string]byte{"quot": '"', "apos": '\'', "amp": '&', "lt": '<', "gt": '>'}
+
+// escapeAt decodes an escape of an ASCII character at s[i]: the character
+// and the escape's length, or n == 0.
+func escapeAt(s string, i int) (c byte, n int) {
+	switch {
+	case s[i] == '&':
+		end := strings.IndexByte(s[i+1:min(len(s), i+9)], ';')
+		if end < 1 {
+			return 0, 0
+		}
+		name := s[i+1 : i+1+end]
+		if c, ok := htmlNamed[name]; ok {
+			return c, end + 2
+		}
+		if name[0] != '#' || len(name) < 2 {
+			return 0, 0
+		}
+		base, digits := 10, name[1:]
+		if digits[0] == 'x' || digits[0] == 'X' {
+			base, digits = 16, digits[1:]
+		}
+		v, err := strconv.ParseUint(digits, base, 8)
+		if err != nil || v >= utf8.RuneSelf {
+			return 0, 0
+		}
+		return byte(v), end + 2
+	case s[i] == '\\' && i+6 <= len(s) && s[i+1] == 'u':
+		v, err := strconv.ParseUint(s[i+2:i+6], 16, 16)
+		if err != nil || v >= utf8.RuneSelf {
+			return 0, 0
+		}
+		return byte(v), 6
+	}
+	return 0, 0
+}
+
 // unescapeQuotes replaces the backslash of every \" and \' with a space.
 func unescapeQuotes(s string) string {
 	b := []byte(s)
@@ -424,6 +522,9 @@ func (c *call) collect(w string, off int, ri int32, v *variant, re *regexp.Regex
 			}
 		}
 		if r.entropy != 0 && shannonEntropy(secret) <= r.entropy-1e-9 {
+			continue
+		}
+		if v.generated && (!strings.ContainsAny(secret, "0123456789") || !looksRandom(secret)) {
 			continue
 		}
 		if c.allowed(r.allow, s, secret, trimmed, m0, m0+len(trimmed)) {

@@ -1,0 +1,173 @@
+package secretscan
+
+import (
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRedactTokensByShortPrefix: Vault's "s." tokens are found where the
+// token ends, not only before gitleaks' quote, space or ';', and Go
+// selectors of the same shape are left alone.
+func TestRedactTokensByShortPrefix(t *testing.T) {
+	r := New()
+	const tok = "s.Npo7uJ0cc0zZjvVmZWukw0E0"
+	for _, in := range []string{
+		"Revoke the credential (" + tok + "). It is live.",
+		"config/" + tok + "/x.txt",
+		"<token>" + tok + "</token>",
+		"the token is " + tok + ".",
+		"VAULT_TOKEN=" + tok,
+	} {
+		if out, _ := r.Redact(in); strings.Contains(out, tok) {
+			t.Errorf("survives: %q", out)
+		}
+	}
+	for _, in := range []string{
+		"if !s.ReadUint16LengthPrefixed(&extensions) {",
+		"// readUint16LengthPrefixed acts like [s.ReadUint16LengthPrefixed], but",
+		"x := s.ReadUint16LengthPrefixed.Field",
+		"(s.abcdefghijklmnopqrstuvwx)", // no digit: gitleaks' own allowlist
+		"prefixs.Npo7uJ0cc0zZjvVmZWukw0E0suffix",
+	} {
+		if out, counts := r.Redact(in); total(counts) != 0 {
+			t.Errorf("redacted %v: %q", counts, out)
+		}
+	}
+}
+
+// TestRedactSecretGroupTokens: a keyword rule's secret that starts with its
+// own prefix (dnkey-, NRAK-, key-, ATATT3 in atlassian's second branch) is
+// found without the keyword; identifiers with such a prefix are not.
+func TestRedactSecretGroupTokens(t *testing.T) {
+	r := New()
+	for name, tok := range map[string]string{
+		"defined-networking-api-token": "dnkey-" + strings.Repeat("1I-Dm9cN=aw57", 2) + "-" + strings.Repeat("W_1bUT9M=qqZc", 4),
+		"new-relic-user-api-key":       "NRAK-8CNPRXYAVN7ZKVCAPTB8QLPNX12",
+		"mailgun-private-api-token":    "key-3f9c2d1e8b7a60594c3d2e1f0a9b8c7d",
+		"atlassian-api-token":          "ATATT3xFfGF0" + strings.Repeat("Ab3-Cd9_Ef=Gh1", 13) + "Zz",
+	} {
+		for _, in := range []string{
+			"config/" + tok + "/x.txt",
+			"Revoke the credential (" + tok + "). It is live.",
+			"<password>" + tok + "</password>",
+			"GET /v1/items?token=" + tok + "&page=2",
+		} {
+			out, counts := r.Redact(in)
+			if strings.Contains(out, tok) || counts[name] == 0 {
+				t.Errorf("%s: %v %q", name, counts, out)
+			}
+		}
+	}
+	for _, in := range []string{
+		"live_stream_configuration_manager_factory_xy(ctx)", // gocardless' live_ + 40, no digit
+		"key-value-store-implementation-for-tests-only",
+		"NRAK-DOCUMENTATIONPLACEHOLDERVALUE",
+	} {
+		if out, counts := r.Redact(in); total(counts) != 0 {
+			t.Errorf("redacted %v: %q", counts, out)
+		}
+	}
+}
+
+// TestRedactEscapedContext: a secret whose context is HTML- or
+// \u-escaped (quotes as &quot;, < as \u003c) is found, and the text around
+// it, entities included, survives.
+func TestRedactEscapedContext(t *testing.T) {
+	r := New()
+	const pw = "wR62KUyUeZjRbz1QtCoM"
+	for _, c := range []struct{ in, keep string }{
+		{`<pre>db_password = &quot;` + pw + `&quot;</pre>`, `<pre>db_password = &quot;`},
+		{`<div data-config="{&quot;db_password&quot;:&quot;` + pw + `&quot;}">`, `&quot;}">`},
+		{`<pre>db_password = &#34;` + pw + `&#34;</pre>`, `&#34;</pre>`},
+		{`<pre>db_password = &#x27;` + pw + `&#x27;</pre>`, `&#x27;</pre>`},
+		{`{"body":"\u003cpassword\u003e` + pw + `\u003c/password\u003e"}`, `\u003c/password\u003e"}`},
+	} {
+		out, counts := r.Redact(c.in)
+		if strings.Contains(out, pw) || total(counts) == 0 || !strings.Contains(out, c.keep) {
+			t.Errorf("%v %q", counts, out)
+		}
+	}
+}
+
+func TestDecodeEscapes(t *testing.T) {
+	in := `a&quot;b&#34;c&#x3C;d\u0022e&bogus;f&#999;g\u00e9h&amp;`
+	d, off, ok := decodeEscapes(in)
+	if !ok || d != `a"b"c<d"e&bogus;f&#999;g\u00e9h&` {
+		t.Fatalf("decoded %q %v", d, ok)
+	}
+	if len(off) != len(d)+1 || off[len(d)] != int32(len(in)) {
+		t.Fatalf("offsets %v", off)
+	}
+	for i := range d {
+		// Every decoded byte comes from the same byte or an escape of it.
+		if o := off[i]; in[o] != d[i] && in[o] != '&' && in[o] != '\\' {
+			t.Errorf("byte %d %q maps to %d %q", i, d[i], o, in[o])
+		}
+	}
+	if _, _, ok := decodeEscapes("no escapes & here \\n"); ok {
+		t.Error("decoded text without escapes")
+	}
+}
+
+// TestRelaxedVariantsQuietOnGoSource: the variants that find tokens without
+// gitleaks' guards (short prefixes, secret groups without their keyword)
+// redact nothing in Go's crypto and net sources, where selectors like
+// s.ReadUint16LengthPrefixed have Vault's shape.
+func TestRelaxedVariantsQuietOnGoSource(t *testing.T) {
+	root := filepath.Join(build.Default.GOROOT, "src")
+	if _, err := os.Stat(root); err != nil {
+		t.Skipf("no Go sources under %s", root)
+	}
+	rs, err := rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := map[string]bool{}
+	for _, ru := range rs.rules {
+		for _, v := range ru.variants {
+			if v.generated {
+				watched[ru.id] = true
+			}
+		}
+	}
+	if !watched["vault-service-token"] || !watched["defined-networking-api-token"] {
+		t.Fatalf("rules with generated-only variants: %v", watched)
+	}
+	r := New()
+	files := 0
+	for _, dir := range []string{"crypto", "net"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			files++
+			s := string(b)
+			for len(s) > 0 {
+				n := min(len(s), 32*1024)
+				out, counts := r.Redact(s[:n])
+				for id := range counts {
+					if watched[id] {
+						i := strings.Index(out, "[REDACTED:"+id)
+						t.Errorf("%s: %s in %q", p, id, out[max(0, i-80):min(len(out), i+80)])
+					}
+				}
+				s = s[n:]
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files < 100 {
+		t.Fatalf("only %d files", files)
+	}
+}
