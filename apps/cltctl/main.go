@@ -118,12 +118,21 @@ type usageError struct{ msg string }
 
 func (u usageError) Error() string { return u.msg }
 
-func usage() string {
+func usage() string { return groupUsage("") }
+
+// groupUsage lists the commands of a group ("tenant"), or all for "".
+func groupUsage(group string) string {
 	var b strings.Builder
-	b.WriteString("usage: cltctl COMMAND [flags]\n\ncommands:\n")
+	if group == "" {
+		b.WriteString("usage: cltctl COMMAND [flags]\n\ncommands:\n")
+	} else {
+		fmt.Fprintf(&b, "usage: cltctl %s COMMAND [flags]\n\ncommands:\n", group)
+	}
 	names := make([]string, 0, len(commands))
 	for n := range commands {
-		names = append(names, n)
+		if group == "" || strings.HasPrefix(n, group+" ") {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {
@@ -133,8 +142,20 @@ func usage() string {
 	return b.String()
 }
 
+// isGroup reports whether some command is "word …".
+func isGroup(word string) bool {
+	for n := range commands {
+		if strings.HasPrefix(n, word+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "help" }
+
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || isHelp(args[0]) {
 		fmt.Fprint(stdout, usage())
 		if len(args) == 0 {
 			return usageError{"no command given"}
@@ -142,12 +163,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	}
 	name, rest := args[0], args[1:]
+	if _, ok := commands[name]; !ok && isGroup(name) {
+		// "cltctl tenant -h" is help on the group's commands; "cltctl
+		// tenant" alone names no command.
+		switch {
+		case len(args) == 1:
+			fmt.Fprint(stderr, groupUsage(name))
+			return usageError{fmt.Sprintf("%s: missing command", name)}
+		case isHelp(args[1]):
+			fmt.Fprint(stdout, groupUsage(name))
+			return nil
+		}
+	}
 	if _, ok := commands[name]; !ok && len(args) > 1 {
 		name, rest = args[0]+" "+args[1], args[2:]
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprint(stderr, usage())
+		if isGroup(args[0]) {
+			fmt.Fprint(stderr, groupUsage(args[0]))
+		} else {
+			fmt.Fprint(stderr, usage())
+		}
 		return usageError{fmt.Sprintf("unknown command %q", strings.Join(args[:min(2, len(args))], " "))}
 	}
 	cfg, err := config.Load(getenv)

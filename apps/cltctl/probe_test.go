@@ -129,3 +129,36 @@ func TestValuesGitHubWouldNeverSend(t *testing.T) {
 		t.Errorf("repositories after the refusals: %q", n)
 	}
 }
+
+// TestGroupHelpAndTokenIDs: "cltctl tenant -h" is help on the group's
+// commands (exit 0, it printed the global usage and exited 2); "cltctl
+// tenant" alone is a usage error naming what is missing; a malformed
+// --id for token revoke is a usage error (it was "no token", exit 1).
+func TestGroupHelpAndTokenIDs(t *testing.T) {
+	env := pgtest.New(t)
+	for _, args := range [][]string{{"tenant", "-h"}, {"token", "--help"}, {"user", "help"}} {
+		out, stderr, err := cltctlStreams(t, env, args...)
+		if err != nil || !strings.HasPrefix(out, "usage: cltctl "+args[0]+" COMMAND") ||
+			strings.Contains(out, "migrate") || stderr != "" {
+			t.Errorf("cltctl %q: %v, stdout %q", args, err, out)
+		}
+	}
+	_, stderr, err := cltctlStreams(t, env, "tenant")
+	var ue usageError
+	if !errors.As(err, &ue) || ue.msg != "tenant: missing command" || !strings.Contains(stderr, "tenant set-mcp") {
+		t.Errorf("cltctl tenant: %v, stderr %q", err, stderr)
+	}
+	_, stderr, err = cltctlStreams(t, env, "tenant", "frob")
+	if !errors.As(err, &ue) || !strings.Contains(ue.msg, `unknown command "tenant frob"`) || strings.Contains(stderr, "migrate") {
+		t.Errorf("cltctl tenant frob: %v, stderr %q", err, stderr)
+	}
+	mustCltctl(t, env, "tenant", "create", "--slug", "acme", "--name", "Acme")
+	_, err = cltctl(t, env, "token", "revoke", "--tenant", "acme", "--id", "notauuid")
+	if !errors.As(err, &ue) || !strings.Contains(ue.msg, "not a token id") {
+		t.Errorf("token revoke --id notauuid: %v", err)
+	}
+	_, err = cltctl(t, env, "token", "revoke", "--tenant", "acme", "--id", "0b8a6f0e-3c1d-4e2f-9a7b-5c6d7e8f9a0b")
+	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), "no token") {
+		t.Errorf("token revoke of an unknown id: %v", err)
+	}
+}

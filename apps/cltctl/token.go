@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -110,6 +111,9 @@ func cmdTokenRevoke(e *env, args []string) error {
 	if err := need("tenant", *slug, "id", *id); err != nil {
 		return err
 	}
+	if !tokenID.MatchString(*id) {
+		return usageError{"--id is not a token id: use the ID column of cltctl token list"}
+	}
 	if err := e.inTenant(*slug, func(tx *postgres.Tx) error {
 		return tx.RevokeToken(e.ctx, *id, "", operator)
 	}); err != nil {
@@ -118,6 +122,9 @@ func cmdTokenRevoke(e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "token %s revoked\n", *id)
 	return nil
 }
+
+// tokenID is the form of a token's id (a UUID).
+var tokenID = regexp.MustCompile(`^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$`)
 
 // cmdTokenList: cltctl token list --tenant SLUG [--email EMAIL]
 func cmdTokenList(e *env, args []string) error {

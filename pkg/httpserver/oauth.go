@@ -429,11 +429,28 @@ func formTarget(redirectURI string) string {
 	return u.Scheme + ":"
 }
 
+// knownClient refuses, as RFC 6749 §5.2's invalid_client, a client_id that
+// this organisation never registered nor fetched the metadata document of
+// (every client that was given a code or a refresh token has been), before
+// any code or token is looked at.
+func knownClient(ctx context.Context, tx *postgres.Tx, clientID string) (*oauth.Error, error) {
+	_, ok, err := tx.GetOAuthClient(ctx, clientID)
+	if err != nil || ok {
+		return nil, err
+	}
+	return oauth.Errorf(oauth.ErrInvalidClient, "unknown client_id: register the client or use a client ID metadata document, then authorize again"), nil
+}
+
 // tokenError writes an RFC 6749 §5.2 error.
 func tokenError(c echo.Context, e *oauth.Error) error {
 	status := http.StatusBadRequest
 	if e.Code == oauth.ErrInvalidClient {
 		status = http.StatusUnauthorized
+		if c.Request().Header.Get("Authorization") != "" {
+			// §5.2: a client that authenticated with a header is told
+			// the scheme it used.
+			c.Response().Header().Set("WWW-Authenticate", `Basic realm="oauth"`)
+		}
 	}
 	if e.Code == oauth.ErrTemporarilyUnavailable {
 		status = http.StatusServiceUnavailable
@@ -532,6 +549,9 @@ func (s *Server) oauthToken(c echo.Context) error {
 		}
 		err = s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 			var err error
+			if oe, err = knownClient(ctx, tx, clientID); oe != nil || err != nil {
+				return err
+			}
 			in, oe, err = tx.ExchangeOAuthCode(ctx, postgres.CodeExchange{CodeHash: oauth.Hash(code), ClientID: clientID,
 				RedirectURI: c.FormValue("redirect_uri"), Verifier: c.FormValue("code_verifier"), Resource: c.FormValue("resource"),
 				Access: access, Refresh: refresh, Now: now})
@@ -547,6 +567,9 @@ func (s *Server) oauthToken(c echo.Context) error {
 		}
 		err = s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 			var err error
+			if oe, err = knownClient(ctx, tx, clientID); oe != nil || err != nil {
+				return err
+			}
 			in, oe, err = tx.RefreshOAuthToken(ctx, postgres.RefreshExchange{TokenHash: oauth.Hash(rt), ClientID: clientID,
 				Resource: c.FormValue("resource"), Access: access, Refresh: refresh, Now: now})
 			return err

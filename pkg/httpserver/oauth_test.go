@@ -387,6 +387,21 @@ func TestOAuthTokenEndpoint(t *testing.T) {
 		t.Fatalf("retry after a wrong verifier: %+v", a)
 	}
 
+	// A client_id the organisation never saw is invalid_client (401),
+	// for either grant, and does not burn the code it presents.
+	code = newCode()
+	for _, form := range []url.Values{
+		codeForm("never-registered", code, redirect, verifier),
+		{"grant_type": {"refresh_token"}, "client_id": {"https://clients.example/unknown.json"}, "refresh_token": {"clr_" + strings.Repeat("A", 43)}},
+	} {
+		if a := f.token(form); a.Status != 401 || a.Error != "invalid_client" || a.AccessToken != "" {
+			t.Errorf("unknown client: %d %q", a.Status, a.Error)
+		}
+	}
+	if a := f.token(codeForm(clientID, code, redirect, verifier)); a.Status != 200 {
+		t.Fatalf("the code after an unknown client presented it: %+v", a)
+	}
+
 	// Code reuse: the second use fails and revokes what the first issued.
 	code = newCode()
 	first := f.token(codeForm(clientID, code, redirect, verifier))
