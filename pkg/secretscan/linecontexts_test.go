@@ -3,6 +3,7 @@ package secretscan
 import (
 	"html"
 	"math/rand/v2"
+	"net/url"
 	"regexp/syntax"
 	"sort"
 	"strings"
@@ -24,8 +25,9 @@ var keywordLines = []string{
 
 // lineContexts put a whole line (one gitleaks finds a secret in) into the
 // places our texts quote code from: a diff, comments, a JSON string (Go's
-// encoder writes < > & as \u escapes), a YAML block, Markdown, Windows
-// line ends, HTML with escaped quotes, a sentence.
+// encoder writes < > & as \u escapes) and JSON in JSON, a YAML block,
+// Markdown, Windows line ends, HTML with escaped quotes, URL encoding, CSV
+// and SQL quoting, no-break spaces and typographic quotes, a sentence.
 var lineContexts = map[string]func(string) string{
 	"diff":     func(l string) string { return "@@ -1,3 +1,4 @@\n context\n+" + l + "\n context" },
 	"comment":  func(l string) string { return "// " + l },
@@ -40,6 +42,15 @@ var lineContexts = map[string]func(string) string{
 	"html":     func(l string) string { return "<pre>" + html.EscapeString(l) + "</pre>" },
 	"html-attr": func(l string) string {
 		return `<div data-config="` + html.EscapeString(`{"line":`+jsonString(l)+`}`) + `"></div>`
+	},
+	"json-in-json": func(l string) string { return jsonString(`{"body":` + jsonString(l) + `}`) },
+	"url-query":    func(l string) string { return "GET /search?q=" + url.QueryEscape(l) + "&page=2" },
+	"url-path":     func(l string) string { return "https://x.example/" + url.PathEscape(l) },
+	"csv":          func(l string) string { return `1,"` + strings.ReplaceAll(l, `"`, `""`) + `",high` },
+	"sql":          func(l string) string { return `INSERT INTO t VALUES ('` + strings.ReplaceAll(l, `'`, `''`) + `');` },
+	"no-break":     func(l string) string { return strings.ReplaceAll(l, " ", "\u00a0") },
+	"typographic": func(l string) string {
+		return strings.NewReplacer(`"`, "\u201c", `'`, "\u2019").Replace(l)
 	},
 }
 

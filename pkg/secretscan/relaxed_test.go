@@ -85,10 +85,35 @@ func TestRedactEscapedContext(t *testing.T) {
 		{`<pre>db_password = &#34;` + pw + `&#34;</pre>`, `&#34;</pre>`},
 		{`<pre>db_password = &#x27;` + pw + `&#x27;</pre>`, `&#x27;</pre>`},
 		{`{"body":"\u003cpassword\u003e` + pw + `\u003c/password\u003e"}`, `\u003c/password\u003e"}`},
+		// JSON inside JSON: the quotes are \\\".
+		{`"{\"body\":\"db_password = \\\"` + pw + `\\\"\"}"`, `{\"body\":\"db_password = `},
+		// URL-encoded, in a query (+ for spaces) and in a path.
+		{`GET /search?q=db_password+%3D+%22` + pw + `%22&page=2`, `%22&page=2`},
+		{`https://x.example/db_password%20=%20%22` + pw + `%22`, `https://x.example/db_password%20=%20%22`},
+		// No-break spaces and typographic quotes.
+		{"db_password\u00a0=\u00a0\"" + pw + "\"", "db_password\u00a0=\u00a0\""},
+		{"Found db_password = \u201c" + pw + "\u201d in the diff", "\u201d in the diff"},
 	} {
 		out, counts := r.Redact(c.in)
 		if strings.Contains(out, pw) || total(counts) == 0 || !strings.Contains(out, c.keep) {
 			t.Errorf("%v %q", counts, out)
+		}
+	}
+}
+
+// TestRedactTokenSplitByInvisibleCharacters: a zero-width space, joiner,
+// word joiner or soft hyphen inside a token does not hide it; the redaction
+// covers the invisible characters too.
+func TestRedactTokenSplitByInvisibleCharacters(t *testing.T) {
+	r := New()
+	const pat = "ghp_oMsCzDLuR6lljHyUPS6fhG6fFFAuHimfY1oa"
+	for _, inv := range []string{"\u200b", "\u200d", "\u2060", "\u00ad", "\ufeff"} {
+		split := pat[:12] + inv + pat[12:]
+		in := "token: " + split + " (rotate)"
+		out, counts := r.Redact(in)
+		if strings.Contains(out, pat[:12]) || strings.Contains(out, pat[12:]) || counts["github-pat"] == 0 ||
+			!strings.HasPrefix(out, "token: ") || !strings.HasSuffix(out, " (rotate)") {
+			t.Errorf("%q: %v %q", inv, counts, out)
 		}
 	}
 }
@@ -108,8 +133,15 @@ func TestDecodeEscapes(t *testing.T) {
 			t.Errorf("byte %d %q maps to %d %q", i, d[i], o, in[o])
 		}
 	}
-	if _, _, ok := decodeEscapes("no escapes & here \\n"); ok {
+	if _, _, ok := decodeEscapes("no escapes & here \\n, 50% + 1, \\\"quoted\\\""); ok {
 		t.Error("decoded text without escapes")
+	}
+	// + is a space only in URL-encoded text; invisible characters are
+	// dropped, Unicode spaces and quotes become ASCII.
+	in = "a+b%3Dc\u00a0\u201cd\u200be\u201d"
+	d, off, ok = decodeEscapes(in)
+	if !ok || d != `a b=c "de"` || len(off) != len(d)+1 {
+		t.Errorf("decoded %q %v", d, off)
 	}
 }
 

@@ -5,11 +5,9 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/zricethezav/gitleaks/v8/config"
 )
@@ -369,91 +367,6 @@ func (c *call) matchBounds(p int, a *compiledAnchor) (lo, hi int) {
 		hi = min(hi, c.lineEndAfter(p, a.afterNL))
 	}
 	return lo, hi
-}
-
-// decodeEscapes returns s with its HTML character references and \uXXXX
-// escapes of ASCII characters decoded (&quot; &#34; &#x22; &apos; &#39;
-// &lt; &gt; &amp; \u0022 \u003c …), and for each byte of the result the
-// offset in s of the character it came from, plus len(s) at the end; false
-// when s has none. Only ASCII is decoded: secrets and their context
-// (quotes, '=', '<') are ASCII, and the copy is only searched.
-func decodeEscapes(s string) (string, []int32, bool) {
-	if !strings.Contains(s, "&") && !strings.Contains(s, `\u`) {
-		return "", nil, false
-	}
-	var b []byte
-	var off []int32
-	done := 0 // s[:done] is in b
-	for i := 0; ; {
-		k := strings.IndexAny(s[i:], `&\`)
-		if k < 0 {
-			break
-		}
-		i += k
-		c, n := escapeAt(s, i)
-		if n == 0 {
-			i++
-			continue
-		}
-		if b == nil {
-			b = make([]byte, 0, len(s))
-			off = make([]int32, 0, len(s)+1)
-		}
-		b = append(b, s[done:i]...)
-		for j := done; j < i; j++ {
-			off = append(off, int32(j))
-		}
-		b = append(b, c)
-		off = append(off, int32(i))
-		i += n
-		done = i
-	}
-	if b == nil {
-		return "", nil, false
-	}
-	b = append(b, s[done:]...)
-	for j := done; j < len(s); j++ {
-		off = append(off, int32(j))
-	}
-	return string(b), append(off, int32(len(s))), true
-}
-
-// htmlNamed are the named character references decodeEscapes reads.
-var htmlNamed = map[string]byte{"quot": '"', "apos": '\'', "amp": '&', "lt": '<', "gt": '>'}
-
-// escapeAt decodes an escape of an ASCII character at s[i]: the character
-// and the escape's length, or n == 0.
-func escapeAt(s string, i int) (c byte, n int) {
-	switch {
-	case s[i] == '&':
-		end := strings.IndexByte(s[i+1:min(len(s), i+9)], ';')
-		if end < 1 {
-			return 0, 0
-		}
-		name := s[i+1 : i+1+end]
-		if c, ok := htmlNamed[name]; ok {
-			return c, end + 2
-		}
-		if name[0] != '#' || len(name) < 2 {
-			return 0, 0
-		}
-		base, digits := 10, name[1:]
-		if digits[0] == 'x' || digits[0] == 'X' {
-			base, digits = 16, digits[1:]
-		}
-		v, err := strconv.ParseUint(digits, base, 8)
-		if err != nil || v >= utf8.RuneSelf {
-			return 0, 0
-		}
-		return byte(v), end + 2
-	case s[i] == '\\' && i+6 <= len(s) && s[i+1] == 'u':
-		v, err := strconv.ParseUint(s[i+2:i+6], 16, 16)
-		if err != nil || v >= utf8.RuneSelf {
-			return 0, 0
-		}
-		return byte(v), 6
-	}
-	return 0, 0
 }
 
 // unescapeQuotes replaces the backslash of every \" and \' with a space.

@@ -1,0 +1,206 @@
+package secretscan
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// decodeEscapes returns a copy of s in which the encodings that hide a
+// secret's context are undone, and for each byte of the copy the offset in
+// s of the character it came from, plus len(s) at the end; false when s has
+// none of them. The rules run on s and on the copy, and the copy's spans are
+// mapped back (find). Undone are:
+//
+//   - HTML character references of ASCII characters (&quot; &#34; &#x27;
+//     &lt; …): code quoted in HTML, JSON in a data- attribute;
+//   - \uXXXX escapes of ASCII characters (Go's JSON encoder writes < > &
+//     so);
+//   - a quote after two or more backslashes (JSON inside JSON: \\\"); one
+//     backslash is read by the relaxed variants already (unescapeQuotes);
+//   - %XX of the characters that URL encoding hides an assignment with
+//     (space, quotes, = : & , ; < > / @ + # ?), and then + as a space;
+//   - Unicode spaces (no-break, thin, ideographic …) and typographic quotes
+//     as their ASCII forms, and zero-width characters and soft hyphens
+//     dropped, so that they neither hide an assignment nor split a token.
+//
+// Only ASCII results: secrets and their context are ASCII, and the copy is
+// only searched, never shown.
+func decodeEscapes(s string) (string, []int32, bool) {
+	pct := hasURLEscape(s)
+	cands := newCandidates(s, pct)
+	var b []byte
+	var off []int32
+	done := 0 // s[:done] is in b
+	for i := cands.next(0); i < len(s); i = cands.next(i + 1) {
+		out, n := escapeAt(s, i, pct)
+		if n == 0 {
+			continue
+		}
+		if b == nil {
+			b = make([]byte, 0, len(s))
+			off = make([]int32, 0, len(s)+1)
+		}
+		b = append(b, s[done:i]...)
+		for j := done; j < i; j++ {
+			off = append(off, int32(j))
+		}
+		if out >= 0 {
+			b = append(b, byte(out)) // dropped characters (-1) add nothing
+			off = append(off, int32(i))
+		}
+		i += n - 1
+		done = i + 1
+	}
+	if b == nil {
+		return "", nil, false
+	}
+	b = append(b, s[done:]...)
+	for j := done; j < len(s); j++ {
+		off = append(off, int32(j))
+	}
+	return string(b), append(off, int32(len(s))), true
+}
+
+// candidates finds the next byte where escapeAt may decode something: one
+// of ascii, or a lead byte of the non-ASCII characters of runeASCII. This
+// runs on every string Redact sees, so it uses the library's fast searches
+// (a byte loop over each string cost 5 % of a redaction).
+type candidates struct {
+	s     string
+	ascii string
+	// high[k] is the next offset of highLeads[k] at or after the last
+	// position asked for (len(s) if none).
+	high [len(highLeads)]int
+}
+
+// highLeads are the first bytes of the UTF-8 encodings in runeASCII.
+const highLeads = "\xc2\xe2\xe3\xef"
+
+func newCandidates(s string, pct bool) *candidates {
+	c := &candidates{s: s, ascii: `&\%`}
+	if pct {
+		c.ascii += "+"
+	}
+	for k := range c.high {
+		c.high[k] = -1
+	}
+	return c
+}
+
+// next returns the first candidate at or after i, or len(s).
+func (c *candidates) next(i int) int {
+	best := len(c.s)
+	if i >= best {
+		return best
+	}
+	if k := strings.IndexAny(c.s[i:], c.ascii); k >= 0 {
+		best = i + k
+	}
+	for k := range c.high {
+		if c.high[k] < i {
+			c.high[k] = len(c.s)
+			if j := strings.IndexByte(c.s[i:], highLeads[k]); j >= 0 {
+				c.high[k] = i + j
+			}
+		}
+		best = min(best, c.high[k])
+	}
+	return best
+}
+
+// urlEscaped are the characters whose %XX decodeEscapes undoes.
+const urlEscaped = ` "'=:&,;<>/@+#?`
+
+// hasURLEscape reports whether s holds a %XX of urlEscaped.
+func hasURLEscape(s string) bool {
+	for at := 0; ; {
+		k := strings.IndexByte(s[at:], '%')
+		if k < 0 {
+			return false
+		}
+		at += k + 1
+		if c, ok := urlByte(s, at-1); ok && strings.IndexByte(urlEscaped, c) >= 0 {
+			return true
+		}
+	}
+}
+
+// urlByte decodes %XX at s[i].
+func urlByte(s string, i int) (byte, bool) {
+	if i+3 > len(s) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+	return byte(v), err == nil
+}
+
+// runeASCII maps the Unicode spaces and quotes decodeEscapes reads as ASCII
+// (-1: dropped).
+var runeASCII = map[rune]int{
+	'\u00a0': ' ', '\u2000': ' ', '\u2001': ' ', '\u2002': ' ', '\u2003': ' ', '\u2004': ' ',
+	'\u2005': ' ', '\u2006': ' ', '\u2007': ' ', '\u2008': ' ', '\u2009': ' ', '\u200a': ' ',
+	'\u202f': ' ', '\u205f': ' ', '\u3000': ' ',
+	'\u2018': '\'', '\u2019': '\'', '\u201a': '\'', '\u2032': '\'',
+	'\u201c': '"', '\u201d': '"', '\u201e': '"', '\u2033': '"',
+	'\u00ad': -1, '\u200b': -1, '\u200c': -1, '\u200d': -1, '\u2060': -1, '\ufeff': -1,
+}
+
+// htmlNamed are the named character references decodeEscapes reads.
+var htmlNamed = map[string]byte{"quot": '"', "apos": '\'', "amp": '&', "lt": '<', "gt": '>'}
+
+// escapeAt decodes what starts at s[i]: the ASCII character (-1 for none)
+// and the length it takes in s, or n == 0 when nothing is decoded there.
+// pct: s holds URL escapes, so %XX and + are decoded too.
+func escapeAt(s string, i int, pct bool) (out, n int) {
+	switch c := s[i]; {
+	case c == '&':
+		end := strings.IndexByte(s[i+1:min(len(s), i+9)], ';')
+		if end < 1 {
+			return 0, 0
+		}
+		name := s[i+1 : i+1+end]
+		if c, ok := htmlNamed[name]; ok {
+			return int(c), end + 2
+		}
+		if name[0] != '#' || len(name) < 2 {
+			return 0, 0
+		}
+		base, digits := 10, name[1:]
+		if digits[0] == 'x' || digits[0] == 'X' {
+			base, digits = 16, digits[1:]
+		}
+		v, err := strconv.ParseUint(digits, base, 8)
+		if err != nil || v >= utf8.RuneSelf {
+			return 0, 0
+		}
+		return int(v), end + 2
+	case c == '\\':
+		if i+6 <= len(s) && s[i+1] == 'u' {
+			v, err := strconv.ParseUint(s[i+2:i+6], 16, 16)
+			if err != nil || v >= utf8.RuneSelf {
+				return 0, 0
+			}
+			return int(v), 6
+		}
+		k := i
+		for k < len(s) && s[k] == '\\' {
+			k++
+		}
+		if k-i >= 2 && k < len(s) && (s[k] == '"' || s[k] == '\'') {
+			return int(s[k]), k - i + 1
+		}
+	case c == '%' && pct:
+		if v, ok := urlByte(s, i); ok && strings.IndexByte(urlEscaped, v) >= 0 {
+			return int(v), 3
+		}
+	case c == '+' && pct:
+		return ' ', 1
+	case c >= utf8.RuneSelf:
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if a, ok := runeASCII[r]; ok {
+			return a, size
+		}
+	}
+	return 0, 0
+}
