@@ -59,7 +59,28 @@ func plantedSecrets(t *testing.T) []secret {
 		body2 = append(body2, randB64(t, 48))
 	}
 	key2 := strings.Join(body2, "\n")
+	// Generic passwords whose assignment is HTML-escaped, URL-encoded or
+	// JSON in JSON, and a Mailgun key without its keyword (upper-case hex:
+	// a generated-looking value, as the keyword-less variant requires).
+	// Letters and digits alternate in the passwords, so that gitleaks'
+	// generic rule never takes one for a word (its all-letters allowlist,
+	// its stopwords).
+	pw := func() string {
+		letters, digits := randFrom(t, alnum[:52], 10), randFrom(t, alnum[52:], 10)
+		var b strings.Builder
+		for i := range 10 {
+			b.WriteByte(letters[i])
+			b.WriteByte(digits[i])
+		}
+		return b.String()
+	}
+	pwHTML, pwURL, pwJSON := pw(), pw(), pw()
+	mailgun := "key-" + randFrom(t, "0123456789ABCDEF", 32)
 	return []secret{
+		{"pw-html", pwHTML, "<pre>db_password = &quot;" + pwHTML + "&quot;</pre>"},
+		{"pw-urlenc", pwURL, "GET /search?q=db_password+%3D+%22" + pwURL + "%22&page=2"},
+		{"pw-json2", pwJSON, `"{\"body\":\"db_password = \\\"` + pwJSON + `\\\"\"}"`},
+		{"mailgun-bare", mailgun, "Revoke the Mailgun key (" + mailgun + ") today."},
 		{"k8s-secret", k8s, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-credentials\ntype: Opaque\ndata:\n  password: " + k8s},
 		{"ghp-clip", ghp, strings.Repeat("a", 470) + " GITHUB_TOKEN=" + ghp + " trailing text"},
 		{"jwt-clip", jwt, strings.Repeat("b ", 236) + "Authorization: Bearer " + jwt + " rest"},
