@@ -22,7 +22,8 @@ type ruleSample struct {
 
 // laterRules are rules of policies/gitleaks.toml sampled with their own
 // generator (ruleSamples).
-var laterRules = map[string]bool{"url-credentials": true, "http-basic-authorization": true}
+var laterRules = map[string]bool{"url-credentials": true, "http-basic-authorization": true,
+	"http-bearer-authorization": true, "netrc-password": true}
 
 var (
 	samplesOnce sync.Once

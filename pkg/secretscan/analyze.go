@@ -779,9 +779,36 @@ func stripCaptures(re *syntax.Regexp) *syntax.Regexp {
 // weak is the variant of the branches whose anchor is not selective
 // (Vault's "s."): they keep a word boundary before the token and end where
 // the token can't continue (tokenEnd); their matches must look generated.
-func relaxToken(re *syntax.Regexp) (strong, weak string) {
-	alts, weaks := relaxTokenAlts(re)
+//
+// explicitGroup: the rule names its secret group (SecretGroup > 0). A branch
+// that matches context outside its groups (Authorization: Basic (…)) is then
+// no token: dropping the captures would make the context part of the
+// secret. Without it, a group is no statement about the secret
+// (microsoft-teams-webhook's ([a-z0-9]{4}-){3} inside the URL, which
+// gitleaks would report alone), and the whole token is the secret.
+func relaxToken(re *syntax.Regexp, explicitGroup bool) (strong, weak string) {
+	alts, weaks := relaxTokenAlts(re, explicitGroup)
 	return alternation(alts), alternation(weaks)
+}
+
+// matchesOutsideCaptures reports whether re consumes text outside its
+// capture groups, context guards and assertions aside.
+func matchesOutsideCaptures(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpCapture, syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText,
+		syntax.OpEndText, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return false
+	case syntax.OpConcat, syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			if !isContextGuard(sub) && matchesOutsideCaptures(sub) {
+				return true
+			}
+		}
+		return false
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
+		return matchesOutsideCaptures(re.Sub[0])
+	}
+	return true
 }
 
 // alternation is the source of alts as one alternation, or "" for none.
@@ -796,7 +823,23 @@ func alternation(alts []*syntax.Regexp) string {
 }
 
 // relaxTokenAlts returns the relaxed branches of relaxToken.
-func relaxTokenAlts(re *syntax.Regexp) (alts, weaks []*syntax.Regexp) {
+func relaxTokenAlts(re *syntax.Regexp, explicitGroup bool) (alts, weaks []*syntax.Regexp) {
+	top := re
+	for top.Op == syntax.OpCapture {
+		top = top.Sub[0]
+	}
+	if explicitGroup && re.MaxCap() > 0 && matchesOutsideCaptures(re) {
+		// The secret is a group after context the regex also matches:
+		// no token (relaxToken); an alternation is looked at branch by
+		// branch.
+		if top.Op == syntax.OpAlternate {
+			for _, sub := range top.Sub {
+				a, w := relaxTokenAlts(sub, explicitGroup)
+				alts, weaks = append(alts, a...), append(weaks, w...)
+			}
+		}
+		return alts, weaks
+	}
 	seq, changedTop := stripGuards(flatten(re))
 	bs, ok := splitAll(seq, 3)
 	if !ok {
@@ -805,13 +848,9 @@ func relaxTokenAlts(re *syntax.Regexp) (alts, weaks []*syntax.Regexp) {
 		// as atlassian-api-token's "...jira... = key | ATATT3...". Relax
 		// each top-level branch on its own, so the token branch is not
 		// lost with the other.
-		top := re
-		for top.Op == syntax.OpCapture {
-			top = top.Sub[0]
-		}
 		if top.Op == syntax.OpAlternate {
 			for _, sub := range top.Sub {
-				a, w := relaxTokenAlts(sub)
+				a, w := relaxTokenAlts(sub, explicitGroup)
 				alts, weaks = append(alts, a...), append(weaks, w...)
 			}
 			return alts, weaks

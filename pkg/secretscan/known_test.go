@@ -249,20 +249,32 @@ func TestKubernetesSecretIsAFixedPoint(t *testing.T) {
 	}
 }
 
-// TestCredentialsInURLsAndBasicAuth: a password in a URL's user
-// information and HTTP Basic credentials were kept unless the same value
-// had been learned elsewhere. Variables and documentation words in their
-// place are not secrets.
-func TestCredentialsInURLsAndBasicAuth(t *testing.T) {
+// TestCredentialsInURLsAndAuthorization: a password in a URL's user
+// information, HTTP Basic, Bearer and Token credentials and netrc passwords
+// were kept unless the same value had been learned elsewhere; only the
+// credential is replaced. Variables, placeholders and documentation words
+// in their place are not secrets.
+func TestCredentialsInURLsAndAuthorization(t *testing.T) {
 	r := New()
 	for _, tc := range []struct{ in, secret string }{
 		{`db := "postgres://admin:S3cr3tPassw0rdZq@db.internal:5432/app"`, "S3cr3tPassw0rdZq"},
 		{"Use https://deploy:Rul3Passw0rdXyz@git.example.com/acme/api.git", "Rul3Passw0rdXyz"},
 		{"req.Header.Set(\"Authorization\", \"Basic YWRtaW46UzNjcjN0UGFzc3c=\")", "YWRtaW46UzNjcjN0UGFzc3c="},
 		{"authorization: Basic YWRtaW46c2VjcmV0cGFzcw==", "YWRtaW46c2VjcmV0cGFzcw=="},
+		// Opaque bearer and token credentials, and netrc passwords.
+		{`curl -H "Authorization: Bearer 8f3a9c2e71b04d6a95e1c7f0b2d4a6e8" https://api.example.com`, "8f3a9c2e71b04d6a95e1c7f0b2d4a6e8"},
+		{"headers = {'Authorization': 'Token 9b1f4e7a2c8d0e3f5a6b'}", "9b1f4e7a2c8d0e3f5a6b"},
+		{"machine api.example.com login deploy password Qm7Xr2Lp9Wz4", "Qm7Xr2Lp9Wz4"},
+		{"machine git.example.com\n  login jane\n  password Hk3Vt8Nc5Yq1\n", "Hk3Vt8Nc5Yq1"},
 	} {
-		if out, _ := r.Redact(tc.in); strings.Contains(out, tc.secret) {
+		out, _ := r.Redact(tc.in)
+		if strings.Contains(out, tc.secret) {
 			t.Errorf("%q kept its secret: %q", tc.in, out)
+		}
+		// Only the credential goes: the header, the scheme and the
+		// netrc keywords stay.
+		if before := tc.in[:strings.Index(tc.in, tc.secret)]; !strings.HasPrefix(out, before) {
+			t.Errorf("%q lost its context: %q", tc.in, out)
 		}
 	}
 	for _, in := range []string{
@@ -271,6 +283,10 @@ func TestCredentialsInURLsAndBasicAuth(t *testing.T) {
 		"https://user:password@example.com/",
 		"make run: using DATABASE_URL=postgres://postgres:***@127.0.0.1:5432/db",
 		"postgres://postgres@127.0.0.1:5432/codelotse",
+		`curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com`,
+		`-H "Authorization: Bearer YOUR_ACCESS_TOKEN"`,
+		`-H "Authorization: Bearer <token>"`,
+		"machine api.example.com login deploy password ${NETRC_PASSWORD}",
 	} {
 		if out, _ := r.Redact(in); out != in {
 			t.Errorf("%q became %q", in, out)

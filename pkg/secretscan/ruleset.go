@@ -190,7 +190,7 @@ func buildRuleset(cfg config.Config, relax bool) (*ruleset, error) {
 		if relax {
 			if id == "private-key" {
 				relaxed = append(relaxed, privateKeyRelaxed)
-			} else if src, weak := relaxToken(tree); src != "" || weak != "" {
+			} else if src, weak := relaxToken(tree, cr.SecretGroup > 0); src != "" || weak != "" {
 				// A distinctive single-line token: drop the context guards.
 				if src != "" {
 					relaxed = append(relaxed, src)
