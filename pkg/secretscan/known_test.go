@@ -259,6 +259,7 @@ func TestCredentialsInURLsAndAuthorization(t *testing.T) {
 	for _, tc := range []struct{ in, secret string }{
 		{`db := "postgres://admin:S3cr3tPassw0rdZq@db.internal:5432/app"`, "S3cr3tPassw0rdZq"},
 		{"Use https://deploy:Rul3Passw0rdXyz@git.example.com/acme/api.git", "Rul3Passw0rdXyz"},
+		{"DATABASE_URL=postgres://app:Zq8@Lp3Kw9@db.internal/app", "Zq8@Lp3Kw9"},
 		{"req.Header.Set(\"Authorization\", \"Basic YWRtaW46UzNjcjN0UGFzc3c=\")", "YWRtaW46UzNjcjN0UGFzc3c="},
 		{"authorization: Basic YWRtaW46c2VjcmV0cGFzcw==", "YWRtaW46c2VjcmV0cGFzcw=="},
 		// Opaque bearer and token credentials, and netrc passwords.
