@@ -1,6 +1,7 @@
 package secretscan
 
 import (
+	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -957,6 +958,49 @@ const (
 	minSecretTokenLit = 4
 	minSecretTokenLen = 20
 )
+
+// literalPrefix returns a regexp matching, at the start of a secret of
+// variant source src, the fixed prefix of its first capture group (the
+// leading literals and alternations of literals: "s.", "key-",
+// "access-(sandbox|development|production)-"), or nil if it has none.
+func literalPrefix(src string) (*regexp.Regexp, error) {
+	tree, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return nil, err
+	}
+	g := captureGroup(tree, 0)
+	if g == nil {
+		return nil, nil
+	}
+	var pre []*syntax.Regexp
+	for _, e := range flatten(g.Sub[0]) {
+		if !isLiteralish(e) {
+			break
+		}
+		pre = append(pre, e)
+	}
+	if len(pre) == 0 {
+		return nil, nil
+	}
+	return regexp.Compile(`^(?:` + (&syntax.Regexp{Op: syntax.OpConcat, Sub: pre}).String() + `)`)
+}
+
+// isLiteralish reports whether re matches only literal strings: a literal,
+// or an alternation (or capture) of them.
+func isLiteralish(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return true
+	case syntax.OpCapture, syntax.OpAlternate, syntax.OpConcat:
+		for _, sub := range re.Sub {
+			if !isLiteralish(sub) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
 
 // captureGroup returns capture group n of re (the first if n is 0), or nil.
 func captureGroup(re *syntax.Regexp, n int) *syntax.Regexp {

@@ -12,20 +12,22 @@ import (
 // none of them. The rules run on s and on the copy, and the copy's spans are
 // mapped back (find). Undone are:
 //
-//   - HTML character references of ASCII characters (&quot; &#34; &#x27;
-//     &lt; …): code quoted in HTML, JSON in a data- attribute;
-//   - \uXXXX escapes of ASCII characters (Go's JSON encoder writes < > &
-//     so);
+//   - HTML character references (&quot; &#34; &#x27; &lt; &nbsp; …): code
+//     quoted in HTML, JSON in a data- attribute;
+//   - \uXXXX escapes (Go's JSON encoder writes < > & so);
 //   - a quote after two or more backslashes (JSON inside JSON: \\\"); one
 //     backslash is read by the relaxed variants already (unescapeQuotes);
 //   - %XX of the characters that URL encoding hides an assignment with
-//     (space, quotes, = : & , ; < > / @ + # ?), and then + as a space;
+//     (space, quotes, = : & , ; < > / @ + # ?), and + next to one as a
+//     space;
 //   - Unicode spaces (no-break, thin, ideographic …) and typographic quotes
 //     as their ASCII forms, and zero-width characters and soft hyphens
-//     dropped, so that they neither hide an assignment nor split a token.
+//     dropped, so that they neither hide an assignment nor split a token;
+//     also when written as a reference or an escape.
 //
 // Only ASCII results: secrets and their context are ASCII, and the copy is
-// only searched, never shown.
+// only searched, never shown. The work is linear in s: each candidate byte
+// is found by one library search, and a run of backslashes is read once.
 func decodeEscapes(s string) (string, []int32, bool) {
 	pct := hasURLEscape(s)
 	cands := newCandidates(s, pct)
@@ -34,7 +36,8 @@ func decodeEscapes(s string) (string, []int32, bool) {
 	done := 0 // s[:done] is in b
 	for i := cands.next(0); i < len(s); i = cands.next(i + 1) {
 		out, n := escapeAt(s, i, pct)
-		if n == 0 {
+		if n <= 0 {
+			i -= n // nothing decoded; a run of backslashes is passed whole
 			continue
 		}
 		if b == nil {
@@ -69,9 +72,14 @@ func decodeEscapes(s string) (string, []int32, bool) {
 type candidates struct {
 	s     string
 	ascii string
-	// high[k] is the next offset of highLeads[k] at or after the last
-	// position asked for (len(s) if none).
-	high [len(highLeads)]int
+	// asciiNext and high[k] are the next offsets of a byte of ascii and
+	// of highLeads[k] at or after the last position asked for (len(s) if
+	// none), so that each search runs over each byte once.
+	asciiNext int
+	high      [len(highLeads)]int
+	// scanned counts the bytes the searches read (for the test that
+	// keeps the work linear).
+	scanned int
 }
 
 // highLeads are the first bytes of the UTF-8 encodings in runeASCII.
@@ -82,6 +90,7 @@ func newCandidates(s string, pct bool) *candidates {
 	if pct {
 		c.ascii += "+"
 	}
+	c.asciiNext = -1
 	for k := range c.high {
 		c.high[k] = -1
 	}
@@ -94,15 +103,21 @@ func (c *candidates) next(i int) int {
 	if i >= best {
 		return best
 	}
-	if k := strings.IndexAny(c.s[i:], c.ascii); k >= 0 {
-		best = i + k
+	if c.asciiNext < i {
+		c.asciiNext = len(c.s)
+		if k := strings.IndexAny(c.s[i:], c.ascii); k >= 0 {
+			c.asciiNext = i + k
+		}
+		c.scanned += c.asciiNext - i
 	}
+	best = min(best, c.asciiNext)
 	for k := range c.high {
 		if c.high[k] < i {
 			c.high[k] = len(c.s)
 			if j := strings.IndexByte(c.s[i:], highLeads[k]); j >= 0 {
 				c.high[k] = i + j
 			}
+			c.scanned += c.high[k] - i
 		}
 		best = min(best, c.high[k])
 	}
@@ -147,21 +162,22 @@ var runeASCII = map[rune]int{
 }
 
 // htmlNamed are the named character references decodeEscapes reads.
-var htmlNamed = map[string]byte{"quot": '"', "apos": '\'', "amp": '&', "lt": '<', "gt": '>'}
+var htmlNamed = map[string]int{"quot": '"', "apos": '\'', "amp": '&', "lt": '<', "gt": '>', "nbsp": ' '}
 
 // escapeAt decodes what starts at s[i]: the ASCII character (-1 for none)
-// and the length it takes in s, or n == 0 when nothing is decoded there.
-// pct: s holds URL escapes, so %XX and + are decoded too.
+// and the length it takes in s; n == 0 when nothing is decoded there, and
+// n < 0 when nothing is decoded in the next -n bytes. pct: s holds URL
+// escapes, so %XX (and + next to one) are decoded too.
 func escapeAt(s string, i int, pct bool) (out, n int) {
 	switch c := s[i]; {
 	case c == '&':
-		end := strings.IndexByte(s[i+1:min(len(s), i+9)], ';')
+		end := strings.IndexByte(s[i+1:min(len(s), i+10)], ';')
 		if end < 1 {
 			return 0, 0
 		}
 		name := s[i+1 : i+1+end]
 		if c, ok := htmlNamed[name]; ok {
-			return int(c), end + 2
+			return c, end + 2
 		}
 		if name[0] != '#' || len(name) < 2 {
 			return 0, 0
@@ -170,18 +186,17 @@ func escapeAt(s string, i int, pct bool) (out, n int) {
 		if digits[0] == 'x' || digits[0] == 'X' {
 			base, digits = 16, digits[1:]
 		}
-		v, err := strconv.ParseUint(digits, base, 8)
-		if err != nil || v >= utf8.RuneSelf {
-			return 0, 0
+		v, err := strconv.ParseUint(digits, base, 32)
+		if out, ok := codePoint(v, err); ok {
+			return out, end + 2
 		}
-		return int(v), end + 2
 	case c == '\\':
 		if i+6 <= len(s) && s[i+1] == 'u' {
 			v, err := strconv.ParseUint(s[i+2:i+6], 16, 16)
-			if err != nil || v >= utf8.RuneSelf {
-				return 0, 0
+			if out, ok := codePoint(v, err); ok {
+				return out, 6
 			}
-			return int(v), 6
+			return 0, 0
 		}
 		k := i
 		for k < len(s) && s[k] == '\\' {
@@ -190,12 +205,22 @@ func escapeAt(s string, i int, pct bool) (out, n int) {
 		if k-i >= 2 && k < len(s) && (s[k] == '"' || s[k] == '\'') {
 			return int(s[k]), k - i + 1
 		}
+		return 0, -(k - i - 1)
 	case c == '%' && pct:
 		if v, ok := urlByte(s, i); ok && strings.IndexByte(urlEscaped, v) >= 0 {
 			return int(v), 3
 		}
 	case c == '+' && pct:
-		return ' ', 1
+		// A space in form encoding only next to an escape (q=db_password+%3D+%22…):
+		// elsewhere + is as likely a base64 secret's own character.
+		if v, ok := urlByte(s, i+1); ok && strings.IndexByte(urlEscaped, v) >= 0 {
+			return ' ', 1
+		}
+		if i >= 3 && s[i-3] == '%' {
+			if v, ok := urlByte(s, i-3); ok && strings.IndexByte(urlEscaped, v) >= 0 {
+				return ' ', 1
+			}
+		}
 	case c >= utf8.RuneSelf:
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if a, ok := runeASCII[r]; ok {
@@ -203,4 +228,18 @@ func escapeAt(s string, i int, pct bool) (out, n int) {
 		}
 	}
 	return 0, 0
+}
+
+// codePoint is the ASCII character decodeEscapes reads for the code point
+// of a character reference or \u escape (parsed as v, err): itself, or
+// what runeASCII maps it to.
+func codePoint(v uint64, err error) (int, bool) {
+	if err != nil {
+		return 0, false
+	}
+	if v < utf8.RuneSelf {
+		return int(v), true
+	}
+	a, ok := runeASCII[rune(v)]
+	return a, ok
 }

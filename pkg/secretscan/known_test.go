@@ -267,6 +267,14 @@ func TestCredentialsInURLsAndAuthorization(t *testing.T) {
 		{"headers = {'Authorization': 'Token 9b1f4e7a2c8d0e3f5a6b'}", "9b1f4e7a2c8d0e3f5a6b"},
 		{"machine api.example.com login deploy password Qm7Xr2Lp9Wz4", "Qm7Xr2Lp9Wz4"},
 		{"machine git.example.com\n  login jane\n  password Hk3Vt8Nc5Yq1\n", "Hk3Vt8Nc5Yq1"},
+		// Wherever the credential ends: before a backtick, a full stop, a
+		// brace or a bracket, and in escaped JSON.
+		{"Send `Authorization: Basic dXNlcjpwYXNzd29yZA==` with the request.", "dXNlcjpwYXNzd29yZA=="},
+		{"The header was Authorization: Basic dXNlcjpwYXNzd29yZA==.", "dXNlcjpwYXNzd29yZA=="},
+		{"{Authorization: Basic dXNlcjpwYXNzd29yZA==}", "dXNlcjpwYXNzd29yZA=="},
+		{"headers=[Authorization: Basic dXNlcjpwYXNzd29yZA==]", "dXNlcjpwYXNzd29yZA=="},
+		{"Use `Authorization: Bearer 8f3a9c2d1e7b4a6f0c5d` here", "8f3a9c2d1e7b4a6f0c5d"},
+		{`body := "{\"Authorization\": \"Bearer 8f3a9c2d1e7b4a6f0c5d\"}"`, "8f3a9c2d1e7b4a6f0c5d"},
 	} {
 		out, _ := r.Redact(tc.in)
 		if strings.Contains(out, tc.secret) {
@@ -288,6 +296,16 @@ func TestCredentialsInURLsAndAuthorization(t *testing.T) {
 		`-H "Authorization: Bearer YOUR_ACCESS_TOKEN"`,
 		`-H "Authorization: Bearer <token>"`,
 		"machine api.example.com login deploy password ${NETRC_PASSWORD}",
+		"# A password in a netrc file (machine HOST login USER password PASSWORD,",
+		"The machine account password expires after 30 days.",
+		"Reset the machine admin password regularly",
+		"\tmachine  string\n\tlogin    string\n\tpassword string\n",
+		`fetch(url, {headers: {Authorization: "Bearer " + process.env.GITHUB_TOKEN}})`,
+		"Authorization: Bearer process.env.GITHUB_TOKEN",
+		"Authorization: Bearer token.accessToken",
+		"Authorization: Bearer your-api-token-here",
+		"Authorization: Bearer ya29.REPLACE_WITH_TOKEN",
+		"Authorization: Token example_token_value",
 	} {
 		if out, _ := r.Redact(in); out != in {
 			t.Errorf("%q became %q", in, out)

@@ -47,7 +47,9 @@ func TestRedactSecretGroupTokens(t *testing.T) {
 	for name, tok := range map[string]string{
 		"defined-networking-api-token": "dnkey-" + strings.Repeat("1I-Dm9cN=aw57", 2) + "-" + strings.Repeat("W_1bUT9M=qqZc", 4),
 		"new-relic-user-api-key":       "NRAK-8CNPRXYAVN7ZKVCAPTB8QLPNX12",
-		"mailgun-private-api-token":    "key-3f9c2d1e8b7a60594c3d2e1f0a9b8c7d",
+		"mailgun-private-api-token":    "key-3f9c2d1e8b7a6059deadbeefa9b8c7d0", // hex letters in a row are no word
+		"mailgun-pub-key":              "pubkey-3f9c2d1e8b7a60594c3d2e1f0a9b8c7d",
+		"plaid-api-token":              "access-production-3f9c2d1e-8b7a-4059-94c3-d2e1f0a9b8c7",
 		"atlassian-api-token":          "ATATT3xFfGF0" + strings.Repeat("Ab3-Cd9_Ef=Gh1", 13) + "Zz",
 	} {
 		for _, in := range []string{
@@ -64,6 +66,7 @@ func TestRedactSecretGroupTokens(t *testing.T) {
 	}
 	for _, in := range []string{
 		"live_stream_configuration_manager_factory_xy(ctx)", // gocardless' live_ + 40, no digit
+		"live_stream_configuration_manager_factory_x1(ctx)", // a digit, but words after the prefix
 		"key-value-store-implementation-for-tests-only",
 		"NRAK-DOCUMENTATIONPLACEHOLDERVALUE",
 	} {
@@ -93,6 +96,9 @@ func TestRedactEscapedContext(t *testing.T) {
 		// No-break spaces and typographic quotes.
 		{"db_password\u00a0=\u00a0\"" + pw + "\"", "db_password\u00a0=\u00a0\""},
 		{"Found db_password = \u201c" + pw + "\u201d in the diff", "\u201d in the diff"},
+		// A + inside a URL-encoded value is the value's own (a base64
+		// secret), not a space: the whole value goes.
+		{`https://x.example/api_key:%20%22Zk3Lp9Qw2Xv7+Bn4Mt8Rc6Hy1Df5%22`, `%22[REDACTED:generic-api-key]%22`},
 	} {
 		out, counts := r.Redact(c.in)
 		if strings.Contains(out, pw) || total(counts) == 0 || !strings.Contains(out, c.keep) {
@@ -136,12 +142,38 @@ func TestDecodeEscapes(t *testing.T) {
 	if _, _, ok := decodeEscapes("no escapes & here \\n, 50% + 1, \\\"quoted\\\""); ok {
 		t.Error("decoded text without escapes")
 	}
-	// + is a space only in URL-encoded text; invisible characters are
-	// dropped, Unicode spaces and quotes become ASCII.
-	in = "a+b%3Dc\u00a0\u201cd\u200be\u201d"
+	// + is a space only next to a URL escape (elsewhere it may be a base64
+	// secret's own); invisible characters are dropped, Unicode spaces and
+	// quotes become ASCII, also as references and escapes.
+	in = "a+%3D+b\u00a0\u201cd\u200be\u201d+c&nbsp;&#160;\\u00a0&#8203;f"
 	d, off, ok = decodeEscapes(in)
-	if !ok || d != `a b=c "de"` || len(off) != len(d)+1 {
+	if !ok || d != `a = b "de"+c   f` || len(off) != len(d)+1 {
 		t.Errorf("decoded %q %v", d, off)
+	}
+	// A run of backslashes not before a quote is passed whole (counting it
+	// again from each of its backslashes was quadratic).
+	if _, n := escapeAt(strings.Repeat(`\`, 100)+"x", 0, false); n != -99 {
+		t.Errorf("a run of 100 backslashes: n = %d, want -99", n)
+	}
+	// Linear: long runs of what decodeEscapes looks at (non-ASCII text
+	// with nothing to decode, backslashes) are read once. Counted, not
+	// timed: searching again from every candidate read 64 KiB of kana
+	// about 20,000 times over.
+	for _, unit := range []string{"これは日本語の文章です。\n", "\\", "\u2502", "\ufffd", "\u00a0x", "&amp;", "%3D+"} {
+		s := strings.Repeat(unit, 64*1024/len(unit))
+		c := newCandidates(s, hasURLEscape(s))
+		visits, backslashes := 0, 0
+		for i := c.next(0); i < len(s); i = c.next(i + 1) {
+			visits++
+			if _, n := escapeAt(s, i, hasURLEscape(unit)); n < 0 {
+				i -= n
+				backslashes -= n
+			}
+		}
+		if c.scanned > 5*len(s) || visits+backslashes > len(s) {
+			t.Errorf("%q: %d bytes searched, %d candidates, %d backslashes passed, in %d bytes",
+				unit, c.scanned, visits, backslashes, len(s))
+		}
 	}
 }
 

@@ -102,13 +102,17 @@ type variant struct {
 	// guard, with the same anchors, so where its prefilter fails at an
 	// anchor occurrence this one's fails too.
 	gated bool
-	// generated: only a match with a digit and without a run of six
-	// lowercase letters (looksRandom) is reported. These variants find a
-	// token by a short prefix (Vault's "s.") or a keyword rule's secret
-	// without its keyword (secretToken), where identifiers match too
-	// (s.ReadUint16LengthPrefixed, live_stream_configuration_…);
-	// generated tokens nearly always hold a digit and seldom such a run.
+	// generated: only a match that looks generated (looksGenerated: after
+	// its fixed prefix, a digit and no word-like run of lowercase letters)
+	// is reported. These variants find a token by a short prefix (Vault's
+	// "s.") or a keyword rule's secret without its keyword (secretToken),
+	// where identifiers match too (s.ReadUint16LengthPrefixed,
+	// live_stream_configuration_…); generated tokens nearly always hold a
+	// digit and seldom such a run.
 	generated bool
+	// prefix matches the fixed start of a generated variant's secret
+	// (s., key-), which the test skips.
+	prefix *regexp.Regexp
 }
 
 type compiledAnchor struct {
@@ -245,6 +249,9 @@ func buildRuleset(cfg config.Config, relax bool) (*ruleset, error) {
 				continue
 			}
 			v.generated = true
+			if v.prefix, err = literalPrefix(src); err != nil {
+				return nil, fmt.Errorf("secretscan: rule %s: %w", id, err)
+			}
 			r.variants = append(r.variants, v)
 			// The variant finds the token without the rule's keyword
 			// (mailgun's key-…): its anchors activate the rule too.

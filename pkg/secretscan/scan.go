@@ -437,7 +437,7 @@ func (c *call) collect(w string, off int, ri int32, v *variant, re *regexp.Regex
 		if r.entropy != 0 && shannonEntropy(secret) <= r.entropy-1e-9 {
 			continue
 		}
-		if v.generated && (!strings.ContainsAny(secret, "0123456789") || !looksRandom(secret)) {
+		if v.generated && !looksGenerated(secret, v.prefix) {
 			continue
 		}
 		if c.allowed(r.allow, s, secret, trimmed, m0, m0+len(trimmed)) {
@@ -502,6 +502,36 @@ func (c *call) finish() []span {
 		return b.end - a.end
 	})
 	return sc.spans
+}
+
+// looksGenerated is the test of the generated variants: after the
+// token's fixed prefix (prefix: s., key-, pubkey-, access-production-), a
+// digit and no run of six or more lowercase letters holding one beyond f
+// (a word; hex like deadbeef is no word).
+func looksGenerated(secret string, prefix *regexp.Regexp) bool {
+	tail := secret
+	if prefix != nil {
+		if loc := prefix.FindStringIndex(secret); loc != nil {
+			tail = secret[loc[1]:]
+		}
+	}
+	if !strings.ContainsAny(tail, "0123456789") {
+		return false
+	}
+	run, word := 0, false
+	for i := 0; i < len(tail); i++ {
+		c := tail[i]
+		if c < 'a' || c > 'z' {
+			run, word = 0, false
+			continue
+		}
+		run++
+		word = word || c > 'f'
+		if run >= 6 && word {
+			return false
+		}
+	}
+	return true
 }
 
 // looksRandom reports whether s has no run of six or more lowercase
