@@ -152,7 +152,11 @@ func isGroup(word string) bool {
 	return false
 }
 
-func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "help" }
+// isHelp reports whether arg asks for help (as Go's flag package reads -h,
+// -help and --help, plus the word).
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "--h" || arg == "help"
+}
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || isHelp(args[0]) {

@@ -136,7 +136,7 @@ func TestValuesGitHubWouldNeverSend(t *testing.T) {
 // --id for token revoke is a usage error (it was "no token", exit 1).
 func TestGroupHelpAndTokenIDs(t *testing.T) {
 	env := pgtest.New(t)
-	for _, args := range [][]string{{"tenant", "-h"}, {"token", "--help"}, {"user", "help"}} {
+	for _, args := range [][]string{{"tenant", "-h"}, {"token", "--help"}, {"user", "help"}, {"repo", "-help"}} {
 		out, stderr, err := cltctlStreams(t, env, args...)
 		if err != nil || !strings.HasPrefix(out, "usage: cltctl "+args[0]+" COMMAND") ||
 			strings.Contains(out, "migrate") || stderr != "" {
@@ -161,4 +161,25 @@ func TestGroupHelpAndTokenIDs(t *testing.T) {
 	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), "no token") {
 		t.Errorf("token revoke of an unknown id: %v", err)
 	}
+	// An id in capitals is the same token.
+	mustCltctl(t, env, "user", "add", "--tenant", "acme", "--email", "dev@acme.test", "--role", "member")
+	mustCltctl(t, env, "token", "create", "--tenant", "acme", "--email", "dev@acme.test", "--name", "laptop")
+	list := mustCltctl(t, env, "token", "list", "--tenant", "acme")
+	id := tokenIDIn(list)
+	if id == "" {
+		t.Fatalf("no token id in %q", list)
+	}
+	if out := mustCltctl(t, env, "token", "revoke", "--tenant", "acme", "--id", strings.ToUpper(id)); !strings.Contains(out, "revoked") {
+		t.Errorf("revoke by an upper-case id: %q", out)
+	}
+}
+
+// tokenIDIn returns the first token id in cltctl token list's output.
+func tokenIDIn(list string) string {
+	for _, f := range strings.Fields(list) {
+		if tokenID.MatchString(f) {
+			return f
+		}
+	}
+	return ""
 }

@@ -114,6 +114,7 @@ func cmdTokenRevoke(e *env, args []string) error {
 	if !tokenID.MatchString(*id) {
 		return usageError{"--id is not a token id: use the ID column of cltctl token list"}
 	}
+	*id = strings.ToLower(*id) // ids are stored and compared as lower-case text
 	if err := e.inTenant(*slug, func(tx *postgres.Tx) error {
 		return tx.RevokeToken(e.ctx, *id, "", operator)
 	}); err != nil {

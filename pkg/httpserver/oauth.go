@@ -434,7 +434,7 @@ func formTarget(redirectURI string) string {
 // (every client that was given a code or a refresh token has been), before
 // any code or token is looked at.
 func knownClient(ctx context.Context, tx *postgres.Tx, clientID string) (*oauth.Error, error) {
-	_, ok, err := tx.GetOAuthClient(ctx, clientID)
+	ok, err := tx.OAuthClientKnown(ctx, clientID)
 	if err != nil || ok {
 		return nil, err
 	}

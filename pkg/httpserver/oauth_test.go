@@ -402,6 +402,18 @@ func TestOAuthTokenEndpoint(t *testing.T) {
 		t.Fatalf("the code after an unknown client presented it: %+v", a)
 	}
 
+	// A registration that passed its unused expiry after it was given a
+	// code (and is not deleted yet) still exchanges the code: it is known.
+	late := f.register(redirect)
+	_, q := f.authorize(authParams(late, redirect), f.cookie, "approve")
+	if _, err := f.env.Admin.Pool.Exec(context.Background(), `UPDATE oauth_clients SET expires_at = now() - interval '1 second'
+		WHERE tenant_id = $1 AND client_id = $2`, f.m.TenantID, late); err != nil {
+		t.Fatal(err)
+	}
+	if a := f.token(codeForm(late, q.Get("code"), redirect, verifier)); a.Status != 200 {
+		t.Errorf("code of a registration that expired after authorizing: %d %q", a.Status, a.Error)
+	}
+
 	// Code reuse: the second use fails and revokes what the first issued.
 	code = newCode()
 	first := f.token(codeForm(clientID, code, redirect, verifier))

@@ -44,6 +44,19 @@ func (tx *Tx) GetOAuthClient(ctx context.Context, clientID string) (_ OAuthClien
 	return c, err == nil, err
 }
 
+// OAuthClientKnown reports whether the tenant ever registered or fetched
+// the metadata document of clientID. Unlike GetOAuthClient it counts a
+// registration past its unused expiry that RegisterClient has not deleted
+// yet: a code given to it minutes before expiry is still exchanged (and the
+// exchange extends it).
+func (tx *Tx) OAuthClientKnown(ctx context.Context, clientID string) (_ bool, err error) {
+	defer wrap(&err, "postgres.OAuthClientKnown")
+	var known bool
+	err = tx.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM oauth_clients WHERE tenant_id = $1 AND client_id = $2)`,
+		tx.tenantID, clientID).Scan(&known)
+	return known, err
+}
+
 // SaveMetadataClient stores (or refreshes) the cached metadata document of a
 // URL client_id and returns the row id.
 func (tx *Tx) SaveMetadataClient(ctx context.Context, c oauth.Client, cacheUntil time.Time, etag string) (_ string, err error) {

@@ -69,7 +69,7 @@ func ruleSamples(t testing.TB) []ruleSample {
 			for try := 0; try < 200; try++ {
 				line := sampleString(r, tree)
 				for _, f := range d.DetectString(line) {
-					if f.RuleID != id || len(f.Secret) < 8 {
+					if f.RuleID != id || len(f.Secret) < 8 || narrowed(id, f.Secret) {
 						continue
 					}
 					s := ruleSample{corpusEntry: corpusEntry{Name: id, Secret: f.Secret, Line: line}}

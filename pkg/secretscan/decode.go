@@ -141,6 +141,16 @@ func urlByte(s string, i int) (byte, bool) {
 	return byte(v), err == nil
 }
 
+// spaceEscapeAt reports whether s has, at i, a %XX that a form-encoded +
+// may stand next to as a space: one of urlEscaped but / and +.
+func spaceEscapeAt(s string, i int) bool {
+	if i >= len(s) || s[i] != '%' {
+		return false
+	}
+	v, ok := urlByte(s, i)
+	return ok && v != '/' && v != '+' && strings.IndexByte(urlEscaped, v) >= 0
+}
+
 // runeASCII maps the Unicode spaces and quotes decodeEscapes reads as ASCII
 // (-1: dropped).
 var runeASCII = map[rune]int{
@@ -196,21 +206,25 @@ func escapeAt(s string, i int, pct bool) (out, n int) {
 		if k-i >= 2 && k < len(s) && (s[k] == '"' || s[k] == '\'') {
 			return int(s[k]), k - i + 1
 		}
+		if k < len(s) && s[k] == 'u' {
+			// JSON in JSON with \u0022 quotes (.NET's encoder, PHP's
+			// JSON_HEX_QUOT): the run's last backslash starts a \u
+			// escape, so it is visited.
+			return 0, -(k - i - 2)
+		}
 		return 0, -(k - i - 1)
 	case c == '%' && pct:
 		if v, ok := urlByte(s, i); ok && strings.IndexByte(urlEscaped, v) >= 0 {
 			return int(v), 3
 		}
 	case c == '+' && pct:
-		// A space in form encoding only next to an escape (q=db_password+%3D+%22…):
-		// elsewhere + is as likely a base64 secret's own character.
-		if v, ok := urlByte(s, i+1); ok && strings.IndexByte(urlEscaped, v) >= 0 {
+		// A space in form encoding only next to an escape of the
+		// characters around an assignment (q=db_password+%3D+%22…):
+		// elsewhere, and next to %2F or %2B (which url.PathEscape writes
+		// inside a base64 value that keeps its +), + is as likely the
+		// secret's own character.
+		if spaceEscapeAt(s, i+1) || (i >= 3 && spaceEscapeAt(s, i-3)) {
 			return ' ', 1
-		}
-		if i >= 3 && s[i-3] == '%' {
-			if v, ok := urlByte(s, i-3); ok && strings.IndexByte(urlEscaped, v) >= 0 {
-				return ' ', 1
-			}
 		}
 	case c >= utf8.RuneSelf:
 		r, size := utf8.DecodeRuneInString(s[i:])

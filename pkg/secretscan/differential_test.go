@@ -106,6 +106,22 @@ func differentialInputs(t *testing.T) []string {
 // generic-api-key "secret" that reads like an identifier
 // (testRSA2048PrivateKey) is only redacted where gitleaks found it, not
 // where the code uses the identifier elsewhere.
+// narrowed reports whether the policy deliberately reports less than
+// gitleaks for a finding: a Basic credential that does not decode to
+// user:password (base64UserInfo).
+func narrowed(ruleID, secret string) bool {
+	rs, err := rules()
+	if err != nil {
+		return false // TestRulesBuild reports it
+	}
+	for _, r := range rs.rules {
+		if r.id == ruleID && r.userInfo {
+			return !isBasicUserInfo(strings.Trim(secret, quotes))
+		}
+	}
+	return false
+}
+
 func TestRedactCoversGitleaks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: runs gitleaks' detector")
@@ -119,7 +135,7 @@ func TestRedactCoversGitleaks(t *testing.T) {
 		found := map[string]int{}
 		for _, f := range d.DetectString(in) {
 			findings++
-			if f.Secret == "" {
+			if f.Secret == "" || narrowed(f.RuleID, f.Secret) {
 				continue
 			}
 			if strings.Contains(f.RuleID, "generic") && !looksRandom(f.Secret) {
@@ -167,7 +183,7 @@ func TestWindowsMatchGitleaks(t *testing.T) {
 		theirs := map[string]bool{}
 		for _, f := range d.DetectString(in) {
 			theirs[key(f.RuleID, f.Secret)] = true
-			if f.Secret != "" && !mine[key(f.RuleID, f.Secret)] {
+			if f.Secret != "" && !mine[key(f.RuleID, f.Secret)] && !narrowed(f.RuleID, f.Secret) {
 				t.Errorf("gitleaks finds %s (%d-byte secret) in a %d-byte input; the windowed scan does not", f.RuleID, len(f.Secret), len(in))
 			}
 		}

@@ -31,16 +31,18 @@ func (r *Redactor) redactDocument(s string, find bool) (string, map[string]int, 
 		return s, nil, nil
 	}
 	if r == nil || r.rs == nil {
-		// Fail closed, keeping the line structure.
-		n := strings.Count(s, "\n")
-		return strings.Repeat("[REDACTED:"+Unavailable+"]\n", n) + "[REDACTED:" + Unavailable + "]", map[string]int{Unavailable: 1}, nil
+		return failClosedDocument(s)
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	var counts map[string]int
 	var found []Found
 	for pass := 0; pass < maxPasses; pass++ {
-		spans := fresh(s, r.rs.find(s, sc), pass)
+		all, ok := r.findSafe(s, sc)
+		if !ok {
+			return failClosedDocument(s)
+		}
+		spans := fresh(s, all, pass)
 		if len(spans) == 0 {
 			break
 		}
@@ -52,6 +54,12 @@ func (r *Redactor) redactDocument(s string, find bool) (string, map[string]int, 
 		counts = addCounts(counts, c)
 	}
 	return s, counts, found
+}
+
+// failClosedDocument hides every line of s, keeping the line structure.
+func failClosedDocument(s string) (string, map[string]int, []Found) {
+	n := strings.Count(s, "\n")
+	return strings.Repeat("[REDACTED:"+Unavailable+"]\n", n) + "[REDACTED:" + Unavailable + "]", map[string]int{Unavailable: 1}, nil
 }
 
 // maxPasses bounds the passes of a redaction. Redacting repeats until a

@@ -275,6 +275,11 @@ func TestCredentialsInURLsAndAuthorization(t *testing.T) {
 		{"headers=[Authorization: Basic dXNlcjpwYXNzd29yZA==]", "dXNlcjpwYXNzd29yZA=="},
 		{"Use `Authorization: Bearer 8f3a9c2d1e7b4a6f0c5d` here", "8f3a9c2d1e7b4a6f0c5d"},
 		{`body := "{\"Authorization\": \"Bearer 8f3a9c2d1e7b4a6f0c5d\"}"`, "8f3a9c2d1e7b4a6f0c5d"},
+		// A token without a digit, or with a placeholder word inside it.
+		{"Authorization: Bearer kHqTzWbVyNcRxJmPfLsDgAeUoIwQtZvB", "kHqTzWbVyNcRxJmPfLsDgAeUoIwQtZvB"},
+		{"Authorization: Bearer 8kHqTzWbVyourNcRxJmPfLs", "8kHqTzWbVyourNcRxJmPfLs"},
+		// netrc with the password before the login.
+		{"machine api.example.com password Xk9vQ2mZ7pLw4Rt8 login bob", "Xk9vQ2mZ7pLw4Rt8"},
 	} {
 		out, _ := r.Redact(tc.in)
 		if strings.Contains(out, tc.secret) {
@@ -306,6 +311,14 @@ func TestCredentialsInURLsAndAuthorization(t *testing.T) {
 		"Authorization: Bearer your-api-token-here",
 		"Authorization: Bearer ya29.REPLACE_WITH_TOKEN",
 		"Authorization: Token example_token_value",
+		"Authorization: Bearer session.accessToken2",
+		"Authorization: Bearer token.access_token_v2",
+		"Authorization: Bearer req.headers.authorization1",
+		// Documentation of Basic: values that are not base64 of user:password.
+		"Authorization: Basic username:password",
+		"Authorization: Basic Base64Encoded(clientId:clientSecret)",
+		"Authorization: Basic credentials_base64",
+		"Authorization: Basic credentials",
 	} {
 		if out, _ := r.Redact(in); out != in {
 			t.Errorf("%q became %q", in, out)
@@ -369,6 +382,26 @@ func TestNewRulesTeachNoWords(t *testing.T) {
 // TestSecretManifestShapes: every data value of a Secret, whatever the
 // manifest's shape, including manifests in which no gitleaks rule opens a
 // window (the values were kept then); templates are not secrets.
+// TestSecretManifestEmptyValue: a data key with nothing after its colon on
+// its line (an empty value, or a value on the lines below) panicked
+// (a review found it in gitleaks' own sources).
+func TestSecretManifestEmptyValue(t *testing.T) {
+	r := New()
+	for _, in := range []string{
+		"apiVersion: v1\nkind: Secret\ndata:\n  password:\n",
+		"apiVersion: v1\nkind: Secret\ndata:\n  password:",
+		"apiVersion: v1\nkind: Secret\nstringData:\n  a:\n  b: Zx9Qw7Lm3Kp4Tz\n",
+	} {
+		out, counts := r.Redact(in)
+		if strings.Contains(out, "Zx9Qw7Lm3Kp4Tz") || counts[Unavailable] != 0 {
+			t.Errorf("%q: %q %v", in, out, counts)
+		}
+		if _, counts := r.RedactDocument(in); counts[Unavailable] != 0 {
+			t.Errorf("%q: the document scan failed: %v", in, counts)
+		}
+	}
+}
+
 func TestSecretManifestShapes(t *testing.T) {
 	r := New()
 	for name, tc := range map[string]struct {

@@ -158,7 +158,7 @@ func sampleRule(d *detect.Detector, r *rand.Rand, tree *syntax.Regexp, id string
 	for try := 0; try < 50; try++ {
 		line := sampleString(r, tree)
 		for _, f := range d.DetectString(line) {
-			if f.RuleID == id && len(f.Secret) >= 8 {
+			if f.RuleID == id && len(f.Secret) >= 8 && !narrowed(id, f.Secret) {
 				return f.Secret, line
 			}
 		}

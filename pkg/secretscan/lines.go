@@ -19,7 +19,14 @@ func (r *Redactor) RedactLines(lines []string) ([]string, map[string]int) {
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	spans := r.rs.find(joined, sc)
+	spans, ok := r.findSafe(joined, sc)
+	if !ok {
+		out := make([]string, len(lines))
+		for i := range out {
+			out[i] = "[REDACTED:" + Unavailable + "]"
+		}
+		return out, map[string]int{Unavailable: 1}
+	}
 	var out []string
 	var counts map[string]int
 	// starts[i] is the offset of line i in joined.

@@ -9,6 +9,12 @@ import (
 // values are learned only when they look generated (rule.valuesOnly).
 const learnGeneratedOnly = "learn-generated-only"
 
+// base64UserInfo is the tag of policies/gitleaks.toml for rules whose secret
+// is HTTP Basic credentials: reported only if it decodes to user:password
+// (documentation that writes the scheme before a literal username:password
+// or a function call does not).
+const base64UserInfo = "base64-userinfo"
+
 // manifestRule is gitleaks' rule for Kubernetes Secret manifests, under
 // which secretManifestSpans reports every data value.
 const manifestRule = "kubernetes-secret-yaml"
@@ -142,6 +148,9 @@ func yamlDocSpans(doc []yamlLine, rule int32, out []span) []span {
 		// inside it is part of the secret), a plain one to a comment.
 		at := l.start + len(t) - len(v)
 		raw := l.text[at-l.start:]
+		if raw == "" {
+			continue // "password:" with no value on its line
+		}
 		if q := raw[0]; q == '"' || q == '\'' {
 			if end := strings.IndexByte(raw[1:], q); end >= 0 {
 				raw = raw[:end+2]

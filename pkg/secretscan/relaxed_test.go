@@ -99,6 +99,12 @@ func TestRedactEscapedContext(t *testing.T) {
 		// A + inside a URL-encoded value is the value's own (a base64
 		// secret), not a space: the whole value goes.
 		{`https://x.example/api_key:%20%22Zk3Lp9Qw2Xv7+Bn4Mt8Rc6Hy1Df5%22`, `%22[REDACTED:generic-api-key]%22`},
+		{`https://x.example/api_key:%20%22Zk3Lp9Qw2Xv7+b2Fn4Mt8Rc6Hy1Df5%22`, `%22[REDACTED:generic-api-key]%22`},
+		{`https://x.example/api_key:%20%22Zk3Lp9Qw2Xv7+%2FBn4Mt8Rc6Hy1Df5%22`, `%22[REDACTED:generic-api-key]%22`},
+		// JSON in JSON whose inner quotes are \u0022 (.NET, PHP's
+		// JSON_HEX_QUOT).
+		{`{"msg":"{\\u0022db_password\\u0022: \\u0022` + pw + `\\u0022}"}`, `{"msg":"{\\u0022db_password\\u0022: \\u0022`},
+		{`{"msg":"db_password=\\u0022` + pw + `\\u0022"}`, `\\u0022"}`},
 	} {
 		out, counts := r.Redact(c.in)
 		if strings.Contains(out, pw) || total(counts) == 0 || !strings.Contains(out, c.keep) {

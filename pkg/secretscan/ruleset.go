@@ -80,6 +80,8 @@ type rule struct {
 	// ("environment: production") that must not be redacted from every
 	// later text of the tenant.
 	valuesOnly bool
+	// userInfo: a match must base64-decode to user:password (base64UserInfo).
+	userInfo bool
 	// label is the rule's priority for naming a redaction that several
 	// rules found: a specific rule over generic-api-key over a rule that
 	// gitleaks would only apply to some file paths.
@@ -311,6 +313,7 @@ func buildRuleset(cfg config.Config, relax bool) (*ruleset, error) {
 		// prose after "Authorization: Basic") redact it where found but
 		// learn only values that look generated: the policy tags them.
 		r.valuesOnly = slices.Contains(cfg.Rules[r.id].Tags, learnGeneratedOnly)
+		r.userInfo = slices.Contains(cfg.Rules[r.id].Tags, base64UserInfo)
 	}
 	rs.manifest = -1
 	for _, r := range rs.rules {

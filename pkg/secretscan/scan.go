@@ -1,6 +1,8 @@
 package secretscan
 
 import (
+	"bytes"
+	"encoding/base64"
 	"math"
 	"regexp"
 	"slices"
@@ -8,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/zricethezav/gitleaks/v8/config"
 )
@@ -440,6 +444,9 @@ func (c *call) collect(w string, off int, ri int32, v *variant, re *regexp.Regex
 		if v.generated && !looksGenerated(secret, v.prefix) {
 			continue
 		}
+		if r.userInfo && !isBasicUserInfo(secret) {
+			continue
+		}
 		if c.allowed(r.allow, s, secret, trimmed, m0, m0+len(trimmed)) {
 			continue
 		}
@@ -502,6 +509,26 @@ func (c *call) finish() []span {
 		return b.end - a.end
 	})
 	return sc.spans
+}
+
+// isBasicUserInfo reports whether s is base64 (padded or not) of printable
+// text holding a colon, as HTTP Basic credentials are.
+func isBasicUserInfo(s string) bool {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		if b, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "=")); err != nil {
+			return false
+		}
+	}
+	if !utf8.Valid(b) || !bytes.Contains(b, []byte(":")) {
+		return false
+	}
+	for _, r := range string(b) {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // looksGenerated is the test of the generated variants: after the

@@ -128,7 +128,11 @@ func (r *Redactor) Redact(s string) (string, map[string]int) {
 	// Until a pass finds nothing (maxPasses explains why).
 	var counts map[string]int
 	for pass := 0; pass < maxPasses; pass++ {
-		spans := fresh(s, r.rs.find(s, sc), pass)
+		found, ok := r.findSafe(s, sc)
+		if !ok {
+			return "[REDACTED:" + Unavailable + "]", map[string]int{Unavailable: 1}
+		}
+		spans := fresh(s, found, pass)
 		if len(spans) == 0 {
 			break
 		}
@@ -137,6 +141,21 @@ func (r *Redactor) Redact(s string) (string, map[string]int) {
 		counts = addCounts(counts, c)
 	}
 	return s, counts
+}
+
+// findSafe is rs.find failing closed: a panic in the rules (a bug, such as
+// an index past a string's end on some input) reports ok == false, and the
+// caller hides the whole string as when the rules are unavailable, rather
+// than crash the ingestion job or lose the answer. The scratch memory is
+// reset, since the panic may have left it half-written.
+func (r *Redactor) findSafe(s string, sc *scratch) (spans []span, ok bool) {
+	defer func() {
+		if recover() != nil {
+			*sc = scratch{}
+			spans, ok = nil, false
+		}
+	}()
+	return r.rs.find(s, sc), true
 }
 
 // replace rewrites s with every span (sorted, possibly overlapping) replaced

@@ -222,3 +222,28 @@ func TestNilRedactorFailsClosed(t *testing.T) {
 		t.Fatalf("empty string: got %q, %v", out, counts)
 	}
 }
+
+// TestPanicFailsClosed: a panic inside the rules (a bug on some input) hides
+// the whole string, keeping a document's lines, and learns nothing; it
+// neither crashes the caller nor lets the text through.
+func TestPanicFailsClosed(t *testing.T) {
+	broken := &Redactor{rs: &ruleset{}} // no matcher: the scan panics
+	const in = "token ghp_oMsCzDLuR6lljHyUPS6fhG6fFFAuHimfY1oa\nsecond line"
+	if out, counts := broken.Redact(in); out != "[REDACTED:"+Unavailable+"]" || counts[Unavailable] != 1 {
+		t.Errorf("Redact: %q %v", out, counts)
+	}
+	if out, counts := broken.RedactDocument(in); out != "[REDACTED:"+Unavailable+"]\n[REDACTED:"+Unavailable+"]" || counts[Unavailable] != 1 {
+		t.Errorf("RedactDocument: %q %v", out, counts)
+	}
+	if found := broken.Find(in); found != nil {
+		t.Errorf("Find: %v", found)
+	}
+	lines := []string{"-----BEGIN RSA PRIVATE KEY-----", "MIIEow", "-----END RSA PRIVATE KEY-----"}
+	if out, counts := broken.RedactLines(lines); len(out) != 3 || strings.Contains(strings.Join(out, ""), "MIIEow") || counts[Unavailable] != 1 {
+		t.Errorf("RedactLines: %q %v", out, counts)
+	}
+	// The pooled scratch memory is usable afterwards.
+	if out, _ := New().Redact(in); strings.Contains(out, "ghp_") {
+		t.Errorf("after a panic: %q", out)
+	}
+}
