@@ -206,6 +206,9 @@ func escapeAt(s string, i int, pct bool) (out, n int) {
 		if k-i >= 2 && k < len(s) && (s[k] == '"' || s[k] == '\'') {
 			return int(s[k]), k - i + 1
 		}
+		if k-i == 1 {
+			return 0, 0 // one backslash, not of a \u escape
+		}
 		if k < len(s) && s[k] == 'u' {
 			// JSON in JSON with \u0022 quotes (.NET's encoder, PHP's
 			// JSON_HEX_QUOT): the run's last backslash starts a \u

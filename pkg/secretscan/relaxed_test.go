@@ -161,6 +161,12 @@ func TestDecodeEscapes(t *testing.T) {
 	if _, n := escapeAt(strings.Repeat(`\`, 100)+"x", 0, false); n != -99 {
 		t.Errorf("a run of 100 backslashes: n = %d, want -99", n)
 	}
+	// A backslash and a u too close to the end for \uXXXX decode nothing.
+	for _, s := range []string{`\u`, `\u00`, `a\u002`} {
+		if d, _, ok := decodeEscapes(s); ok {
+			t.Errorf("%q decoded as %q", s, d)
+		}
+	}
 	// Linear: long runs of what decodeEscapes looks at (non-ASCII text
 	// with nothing to decode, backslashes) are read once. Counted, not
 	// timed: searching again from every candidate read 64 KiB of kana
