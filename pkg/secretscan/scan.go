@@ -149,10 +149,11 @@ func (rs *ruleset) find(s string, sc *scratch) []span {
 	spans := rs.findRules(s, sc)
 	n := len(spans)
 	if d, off, ok := decodeEscapes(s); ok {
-		// HTML or \u escapes of quotes and brackets hide a secret's
-		// context (data-config="{&quot;apiKey&quot;: &quot;…&quot;}",
-		// \u003cpassword\u003e…): find in the decoded copy too and map
-		// its spans back. sc.spans is reused by the second call.
+		// Escapes and encodings hide a secret's context or split it
+		// (data-config="{&quot;apiKey&quot;: &quot;…&quot;}",
+		// \u003cpassword\u003e…, db_password+%3D+%22…): find in the
+		// decoded copy too (decode.go) and map its spans back. sc.spans
+		// is reused by the second call.
 		spans = slices.Clone(spans)
 		for _, sp := range rs.findRules(d, sc) {
 			sp.start, sp.end = int(off[sp.start]), int(off[sp.end])
