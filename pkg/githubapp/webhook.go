@@ -29,6 +29,7 @@ type WebhookEvent struct {
 	InstallationID int64
 	RepoID         int64  // the repository the event is about, if any
 	Ref            string // push: the pushed ref
+	After          string // push: the commit the ref points to now
 	DefaultBranch  string // push: the repository's default branch
 	// UserIDs are the GitHub users whose access changed (member and
 	// membership events).
@@ -180,7 +181,7 @@ func parseVerified(h http.Header, body []byte) (WebhookEvent, error) {
 		repo(p.Repo)
 	case *github.PushEvent:
 		inst(p.Installation)
-		ev.Ref = p.GetRef()
+		ev.Ref, ev.After = p.GetRef(), p.GetAfter()
 		if r := p.GetRepo(); r != nil {
 			ev.RepoID, ev.DefaultBranch = r.GetID(), r.GetDefaultBranch()
 		}

@@ -20,7 +20,10 @@ import (
 type Enqueuer interface {
 	EnqueueInstallationSync(ctx context.Context, tx *postgres.Tx) error
 	EnqueueRepositorySync(ctx context.Context, tx *postgres.Tx, repoID int64) error
-	EnqueueIndex(ctx context.Context, tx *postgres.Tx, repoID int64) error
+	// EnqueueIndex indexes the repository's default branch; commit is the
+	// pushed head, which makes the job distinct from one already running
+	// for an earlier push.
+	EnqueueIndex(ctx context.Context, tx *postgres.Tx, repoID int64, commit string) error
 	EnqueueMembershipRefresh(ctx context.Context, tx *postgres.Tx) error
 }
 
@@ -117,7 +120,7 @@ func (s *Server) dispatch(ctx context.Context, tx *postgres.Tx, ev githubapp.Web
 			return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx)
 		}
 		if index {
-			return s.cfg.Jobs.EnqueueIndex(ctx, tx, id)
+			return s.cfg.Jobs.EnqueueIndex(ctx, tx, id, ev.After)
 		}
 		return s.cfg.Jobs.EnqueueRepositorySync(ctx, tx, id)
 	}

@@ -32,7 +32,7 @@ func (e *countingEnqueuer) EnqueueRepositorySync(context.Context, *postgres.Tx, 
 	e.n.Add(1)
 	return nil
 }
-func (e *countingEnqueuer) EnqueueIndex(context.Context, *postgres.Tx, int64) error {
+func (e *countingEnqueuer) EnqueueIndex(context.Context, *postgres.Tx, int64, string) error {
 	e.n.Add(1)
 	return nil
 }

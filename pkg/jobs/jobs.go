@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -69,6 +70,15 @@ func (SyncRepositoryArgs) InsertOpts() river.InsertOpts {
 type IndexRepositoryArgs struct {
 	TenantID     string `json:"tenant_id"`
 	RepositoryID int64  `json:"repository_id"`
+	// Commit is the pushed head a webhook asked for, if any. The job
+	// indexes whatever the head is when it runs (under the repository's
+	// lock); the commit only makes the job distinct: unique by its
+	// arguments, a push while the previous push's job is running (or
+	// still listed as running: River records completions in batches)
+	// was dropped as a duplicate, and its commit waited for the next
+	// periodic sync. A job waiting to run reads the newest head anyway,
+	// so a repeated delivery of the same push is still one job.
+	Commit string `json:"commit,omitempty"`
 }
 
 func (IndexRepositoryArgs) Kind() string { return "github.index_repository" }
@@ -164,9 +174,21 @@ func (c *Client) EnqueueRepositorySync(ctx context.Context, tx *postgres.Tx, rep
 }
 
 // EnqueueIndex implements httpserver.Enqueuer.
-func (c *Client) EnqueueIndex(ctx context.Context, tx *postgres.Tx, repoID int64) error {
-	_, err := c.EnqueueTx(ctx, tx, IndexRepositoryArgs{TenantID: tx.TenantID(), RepositoryID: repoID})
+func (c *Client) EnqueueIndex(ctx context.Context, tx *postgres.Tx, repoID int64, commit string) error {
+	if !isCommitSHA(commit) {
+		commit = "" // a deleted ref's zeros, or no commit: the head decides
+	}
+	_, err := c.EnqueueTx(ctx, tx, IndexRepositoryArgs{TenantID: tx.TenantID(), RepositoryID: repoID, Commit: commit})
 	return err
+}
+
+// isCommitSHA reports whether s is a commit id (40 or 64 hex digits, not
+// all zeros).
+func isCommitSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 || strings.Trim(s, "0") == "" {
+		return false
+	}
+	return strings.Trim(strings.ToLower(s), "0123456789abcdef") == ""
 }
 
 // EnqueueMembershipRefresh implements httpserver.Enqueuer.

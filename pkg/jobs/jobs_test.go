@@ -71,6 +71,67 @@ func TestOneSyncPerRepository(t *testing.T) {
 	unlock2()
 }
 
+// TestPushWhileIndexingIsNotLost: an index job for a push is not dropped as
+// a duplicate of the one running for the previous push (it read its head
+// already); a repeated delivery of the same push is one job.
+func TestPushWhileIndexingIsNotLost(t *testing.T) {
+	env := pgtest.New(t)
+	ctx := context.Background()
+	tn, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "acme", Name: "Acme"}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var repoID int64
+	if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
+		r, err := tx.AddRepository(ctx, postgres.NewRepository{FullName: "acme/api"})
+		repoID = r.ID
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := jobs.NewInsertOnly(env.App, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const first, second = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	enqueue := func(commit string) {
+		t.Helper()
+		if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
+			return c.EnqueueIndex(ctx, tx, repoID, commit)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() (n int) {
+		t.Helper()
+		if err := env.Admin.Pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'github.index_repository'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	enqueue(first)
+	enqueue(first) // GitHub redelivers the push
+	if n := count(); n != 1 {
+		t.Fatalf("the same push twice: %d jobs, want 1", n)
+	}
+	// The first push's job runs (or is still listed as running).
+	if _, err := env.Admin.Pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
+		WHERE kind = 'github.index_repository'`); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(second)
+	if n := count(); n != 2 {
+		t.Fatalf("a push while the previous one is indexed: %d jobs, want 2", n)
+	}
+	// A deleted ref's zeros or a malformed commit are no commit: one job
+	// waiting for whatever the head is.
+	enqueue("0000000000000000000000000000000000000000")
+	enqueue("not-a-commit")
+	if n := count(); n != 3 {
+		t.Fatalf("pushes without a commit: %d jobs, want 3", n)
+	}
+}
+
 // TestSyncAllEnqueuesBoundTenants: the periodic job enqueues one
 // installation sync per tenant bound to an installation, and none for the
 // others.
