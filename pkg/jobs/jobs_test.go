@@ -8,6 +8,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/ingest"
 	"github.com/codelotse/codelotse/pkg/jobs"
 	"github.com/codelotse/codelotse/pkg/postgres"
@@ -15,10 +16,9 @@ import (
 	"github.com/codelotse/codelotse/pkg/secretscan"
 )
 
-// TestOneSyncPerRepository: a second sync of a repository is not enqueued
-// while one waits, and a worker that finds the repository locked by
-// another worker snoozes instead of syncing it at the same time.
-func TestOneSyncPerRepository(t *testing.T) {
+// repoFixture is a tenant with one repository and an insert-only job client.
+func repoFixture(t *testing.T) (*pgtest.Env, codelotse.Tenant, int64, *jobs.Client) {
+	t.Helper()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	tn, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "acme", Name: "Acme"}, "test")
@@ -33,11 +33,19 @@ func TestOneSyncPerRepository(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-
 	c, err := jobs.NewInsertOnly(env.App, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return env, tn, repoID, c
+}
+
+// TestOneSyncPerRepository: a second sync of a repository is not enqueued
+// while one waits, and a worker that finds the repository locked by
+// another worker snoozes instead of syncing it at the same time.
+func TestOneSyncPerRepository(t *testing.T) {
+	env, tn, repoID, c := repoFixture(t)
+	ctx := context.Background()
 	args := jobs.SyncRepositoryArgs{TenantID: tn.ID, RepositoryID: repoID}
 	first, _, err := c.Enqueue(ctx, args)
 	if err != nil || !first {
@@ -75,24 +83,8 @@ func TestOneSyncPerRepository(t *testing.T) {
 // a duplicate of the one running for the previous push (it read its head
 // already); a repeated delivery of the same push is one job.
 func TestPushWhileIndexingIsNotLost(t *testing.T) {
-	env := pgtest.New(t)
+	env, tn, repoID, c := repoFixture(t)
 	ctx := context.Background()
-	tn, err := env.Admin.CreateTenant(ctx, postgres.NewTenant{Slug: "acme", Name: "Acme"}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var repoID int64
-	if err := env.App.InTenant(ctx, tn.ID, func(tx *postgres.Tx) error {
-		r, err := tx.AddRepository(ctx, postgres.NewRepository{FullName: "acme/api"})
-		repoID = r.ID
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := jobs.NewInsertOnly(env.App, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const first, second = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
 	enqueue := func(commit string) {
 		t.Helper()
