@@ -65,23 +65,17 @@ func ruleSamples(t testing.TB) []ruleSample {
 			if err != nil {
 				t.Fatal(err)
 			}
-		tries:
-			for try := 0; try < 200; try++ {
-				line := sampleString(r, tree)
-				for _, f := range d.DetectString(line) {
-					if f.RuleID != id || len(f.Secret) < 8 || narrowed(id, f.Secret) {
-						continue
-					}
-					s := ruleSample{corpusEntry: corpusEntry{Name: id, Secret: f.Secret, Line: line}}
-					for _, g := range d.DetectString(f.Secret) {
-						if strings.Contains(f.Secret, g.Secret) && len(g.Secret) >= len(f.Secret)/2 {
-							s.bare = true
-						}
-					}
-					samples = append(samples, s)
-					break tries
+			secret, line := sampleRule(d, r, tree, id, 200)
+			if secret == "" {
+				continue
+			}
+			s := ruleSample{corpusEntry: corpusEntry{Name: id, Secret: secret, Line: line}}
+			for _, g := range d.DetectString(secret) {
+				if strings.Contains(secret, g.Secret) && len(g.Secret) >= len(secret)/2 {
+					s.bare = true
 				}
 			}
+			samples = append(samples, s)
 		}
 	})
 	return samples

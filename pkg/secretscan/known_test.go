@@ -379,9 +379,6 @@ func TestNewRulesTeachNoWords(t *testing.T) {
 	}
 }
 
-// TestSecretManifestShapes: every data value of a Secret, whatever the
-// manifest's shape, including manifests in which no gitleaks rule opens a
-// window (the values were kept then); templates are not secrets.
 // TestSecretManifestEmptyValue: a data key with nothing after its colon on
 // its line (an empty value, or a value on the lines below) panicked
 // (a review found it in gitleaks' own sources).
@@ -402,6 +399,9 @@ func TestSecretManifestEmptyValue(t *testing.T) {
 	}
 }
 
+// TestSecretManifestShapes: every data value of a Secret, whatever the
+// manifest's shape, including manifests in which no gitleaks rule opens a
+// window (the values were kept then); templates are not secrets.
 func TestSecretManifestShapes(t *testing.T) {
 	r := New()
 	for name, tc := range map[string]struct {

@@ -534,8 +534,9 @@ func isBasicUserInfo(s string) bool {
 
 // looksGenerated is the test of the generated variants: after the
 // token's fixed prefix (prefix: s., key-, pubkey-, access-production-), a
-// digit and no run of six or more lowercase letters holding one beyond f
-// (a word; hex like deadbeef is no word).
+// digit and no word (wordRun; hex like deadbeef is no word). It is not
+// known.go's generated, which wants both letter cases: lower-case hex
+// tokens (Mailgun's) have one.
 func looksGenerated(secret string, prefix *regexp.Regexp) bool {
 	tail := secret
 	if prefix != nil {
@@ -543,39 +544,30 @@ func looksGenerated(secret string, prefix *regexp.Regexp) bool {
 			tail = secret[loc[1]:]
 		}
 	}
-	if !strings.ContainsAny(tail, "0123456789") {
-		return false
-	}
-	run, word := 0, false
-	for i := 0; i < len(tail); i++ {
-		c := tail[i]
+	return strings.ContainsAny(tail, "0123456789") && !wordRun(tail, false)
+}
+
+// looksRandom reports whether s has no run of six or more lowercase
+// letters, as words and identifiers do and random strings seldom do.
+func looksRandom(s string) bool { return !wordRun(s, true) }
+
+// wordRun reports whether s has a run of six or more lowercase letters;
+// unless hexIsWord, one of them must be beyond f.
+func wordRun(s string, hexIsWord bool) bool {
+	run, word := 0, hexIsWord
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		if c < 'a' || c > 'z' {
-			run, word = 0, false
+			run, word = 0, hexIsWord
 			continue
 		}
 		run++
 		word = word || c > 'f'
 		if run >= 6 && word {
-			return false
+			return true
 		}
 	}
-	return true
-}
-
-// looksRandom reports whether s has no run of six or more lowercase
-// letters, as words and identifiers do and random strings seldom do.
-func looksRandom(s string) bool {
-	run := 0
-	for i := 0; i < len(s); i++ {
-		if 'a' <= s[i] && s[i] <= 'z' {
-			if run++; run >= 6 {
-				return false
-			}
-		} else {
-			run = 0
-		}
-	}
-	return true
+	return false
 }
 
 // allowed reports whether gitleaks' allowlists (global and the rule's) let
