@@ -5,9 +5,12 @@
 //
 // Jobs are idempotent (every write is an upsert of what GitHub says now)
 // and unique per repository while pending or running, so several workers
-// can run at once: River hands a job to one worker, and a transaction-level
-// advisory lock per repository keeps two syncs of one repository apart even
-// if a duplicate slipped in. A failing repository fails its own job only.
+// can run at once: River hands a job to one worker, and a session advisory
+// lock per repository keeps two syncs of one repository apart even if a
+// duplicate slipped in. A failing repository fails its own job only. A job
+// asked for while the same job runs is not dropped but follows it (see
+// insertFollowing): the running job may have read GitHub before the change
+// that asked for it.
 package jobs
 
 import (
@@ -33,12 +36,64 @@ var unique = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
 	rivertype.JobStateRunning, rivertype.JobStateScheduled,
 }}
 
+// follower is a job's arguments that can follow a running job of the same
+// arguments: the same work, distinct from it for River's uniqueness.
+type follower interface {
+	river.JobArgs
+	following(running int64) river.JobArgs
+}
+
+// maxFollows bounds the chain insertFollowing walks: one link per job of
+// the same work running at once, which the worker's per-repository lock
+// keeps to a few (the others snooze, listed as scheduled).
+const maxFollows = 64
+
+// insertFollowing inserts args with insert. When River skips it as a
+// duplicate of a job that is running, it inserts the same work once more,
+// to follow that job: the running job may have read GitHub before the
+// change that asked for this one (a review submitted, a member removed, a
+// push), and River lists a finished job as running until it records
+// completions in a batch. Deliveries while one job runs coalesce into one
+// follower; a follower waits for the repository's lock like any job. A
+// duplicate of a waiting job is skipped: that job reads GitHub later.
+func insertFollowing(args river.JobArgs, insert func(river.JobArgs) (*rivertype.JobInsertResult, error)) (inserted bool, err error) {
+	for range maxFollows {
+		res, err := insert(args)
+		if err != nil {
+			return false, err
+		}
+		if !res.UniqueSkippedAsDuplicate {
+			return true, nil
+		}
+		f, ok := args.(follower)
+		if !ok || res.Job.State != rivertype.JobStateRunning {
+			return false, nil
+		}
+		args = f.following(res.Job.ID)
+	}
+	return false, fmt.Errorf("jobs: %s: more than %d of the same job running", args.Kind(), maxFollows)
+}
+
+// insertFollowingFromWorker is insertFollowing for a job that enqueues
+// another with the client working it.
+func insertFollowingFromWorker(ctx context.Context, args river.JobArgs) error {
+	client := postgres.RiverClientFromContext(ctx)
+	_, err := insertFollowing(args, func(a river.JobArgs) (*rivertype.JobInsertResult, error) {
+		return client.Insert(ctx, a, nil)
+	})
+	return err
+}
+
 // SyncInstallationArgs syncs a tenant's installation: its account and the
 // repositories it can see (added, removed, renamed, private flag), then
 // enqueues a repository sync for each.
 type SyncInstallationArgs struct {
 	TenantID string `json:"tenant_id"`
+	// Follows is the running job this one follows (insertFollowing).
+	Follows int64 `json:"follows,omitempty"`
 }
+
+func (a SyncInstallationArgs) following(id int64) river.JobArgs { a.Follows = id; return a }
 
 func (SyncInstallationArgs) Kind() string { return "github.sync_installation" }
 func (SyncInstallationArgs) InsertOpts() river.InsertOpts {
@@ -58,7 +113,11 @@ type SyncRepositoryArgs struct {
 	// batches), and a duplicate of it would be dropped, leaving the
 	// overlays unbuilt.
 	AfterIndex bool `json:"after_index,omitempty"`
+	// Follows is the running job this one follows (insertFollowing).
+	Follows int64 `json:"follows,omitempty"`
 }
+
+func (a SyncRepositoryArgs) following(id int64) river.JobArgs { a.Follows = id; return a }
 
 func (SyncRepositoryArgs) Kind() string { return "github.sync_repository" }
 func (SyncRepositoryArgs) InsertOpts() river.InsertOpts {
@@ -79,7 +138,12 @@ type IndexRepositoryArgs struct {
 	// periodic sync. A job waiting to run reads the newest head anyway,
 	// so a repeated delivery of the same push is still one job.
 	Commit string `json:"commit,omitempty"`
+	// Follows is the running job this one follows (insertFollowing): the
+	// same commit asked for again while its job runs, or no commit.
+	Follows int64 `json:"follows,omitempty"`
 }
+
+func (a IndexRepositoryArgs) following(id int64) river.JobArgs { a.Follows = id; return a }
 
 func (IndexRepositoryArgs) Kind() string { return "github.index_repository" }
 func (IndexRepositoryArgs) InsertOpts() river.InsertOpts {
@@ -101,7 +165,11 @@ func (SyncAllArgs) InsertOpts() river.InsertOpts {
 // with their role and the repositories each can read.
 type RefreshMembershipsArgs struct {
 	TenantID string `json:"tenant_id"`
+	// Follows is the running job this one follows (insertFollowing).
+	Follows int64 `json:"follows,omitempty"`
 }
+
+func (a RefreshMembershipsArgs) following(id int64) river.JobArgs { a.Follows = id; return a }
 
 func (RefreshMembershipsArgs) Kind() string { return "github.refresh_memberships" }
 func (RefreshMembershipsArgs) InsertOpts() river.InsertOpts {
@@ -153,9 +221,12 @@ func (c *Client) Enqueue(ctx context.Context, args river.JobArgs) (inserted bool
 }
 
 // EnqueueTx inserts a job in the caller's transaction, so it exists exactly
-// when the caller's change does (webhook deliveries).
+// when the caller's change does (webhook deliveries). A job asked for while
+// the same job runs follows it (insertFollowing).
 func (c *Client) EnqueueTx(ctx context.Context, tx *postgres.Tx, args river.JobArgs) (bool, error) {
-	return tx.InsertJob(ctx, c.river, args)
+	return insertFollowing(args, func(a river.JobArgs) (*rivertype.JobInsertResult, error) {
+		return tx.InsertJob(ctx, c.river, a)
+	})
 }
 
 // quiet passes only warnings and errors (see pkg/logfilter).

@@ -3,6 +3,8 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -121,6 +123,87 @@ func TestPushWhileIndexingIsNotLost(t *testing.T) {
 	enqueue("not-a-commit")
 	if n := count(); n != 3 {
 		t.Fatalf("pushes without a commit: %d jobs, want 3", n)
+	}
+}
+
+// TestChangeWhileSyncingIsNotLost: a webhook asking for a job while the
+// same job runs (or is still listed as running: River records completions
+// in batches) gets one more job that follows it, since the running job may
+// have read GitHub before the change; more deliveries meanwhile coalesce
+// into that follower, and a duplicate of a waiting job is still skipped.
+func TestChangeWhileSyncingIsNotLost(t *testing.T) {
+	env, tn, repoID, c := repoFixture(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		kind    string
+		enqueue func(tx *postgres.Tx) error
+	}{
+		{"github.sync_repository", func(tx *postgres.Tx) error { return c.EnqueueRepositorySync(ctx, tx, repoID) }},
+		{"github.sync_installation", func(tx *postgres.Tx) error { return c.EnqueueInstallationSync(ctx, tx) }},
+		{"github.refresh_memberships", func(tx *postgres.Tx) error { return c.EnqueueMembershipRefresh(ctx, tx) }},
+		{"github.index_repository", func(tx *postgres.Tx) error { return c.EnqueueIndex(ctx, tx, repoID, "") }},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			deliver := func() {
+				t.Helper()
+				if err := env.App.InTenant(ctx, tn.ID, tc.enqueue); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// jobs lists the kind's jobs, oldest first, as "state follows".
+			jobs := func() (out []string) {
+				t.Helper()
+				rows, err := env.Admin.Pool.Query(ctx, `SELECT id, state, coalesce((args->>'follows')::bigint, 0)
+					FROM river_job WHERE kind = $1 ORDER BY id`, tc.kind)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rows.Close()
+				ids := map[int64]int{}
+				for rows.Next() {
+					var id, follows int64
+					var state string
+					if err := rows.Scan(&id, &state, &follows); err != nil {
+						t.Fatal(err)
+					}
+					ids[id] = len(out)
+					ref := "-"
+					if i, ok := ids[follows]; ok {
+						ref = fmt.Sprint(i)
+					}
+					out = append(out, state+" "+ref)
+				}
+				if err := rows.Err(); err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			run := func(i int) {
+				t.Helper()
+				if _, err := env.Admin.Pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
+					WHERE id = (SELECT id FROM river_job WHERE kind = $1 ORDER BY id OFFSET $2 LIMIT 1)`, tc.kind, i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check := func(step string, want ...string) {
+				t.Helper()
+				if got := jobs(); !slices.Equal(got, want) {
+					t.Fatalf("%s: jobs %q, want %q", step, got, want)
+				}
+			}
+			deliver()
+			deliver()
+			check("two deliveries while the job waits", "available -")
+			run(0)
+			deliver()
+			check("a delivery while it runs", "running -", "available 0")
+			deliver()
+			deliver()
+			check("more deliveries while it runs", "running -", "available 0")
+			run(1) // the follower runs too (it snoozes on the lock while the first holds it)
+			deliver()
+			check("a delivery while both run", "running -", "running 0", "available 1")
+		})
 	}
 }
 

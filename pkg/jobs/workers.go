@@ -175,9 +175,8 @@ func (w *installationWorker) Work(ctx context.Context, job *river.Job[SyncInstal
 		return err
 	}
 	// One job per repository: a failing repository fails only its own job.
-	client := postgres.RiverClientFromContext(ctx)
 	for _, id := range ids {
-		if _, err := client.Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: id}, nil); err != nil {
+		if err := insertFollowingFromWorker(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: id}); err != nil {
 			return err
 		}
 	}
@@ -200,6 +199,8 @@ func enqueueEach(ctx context.Context, list func(context.Context) ([]string, erro
 	if err != nil {
 		return err
 	}
+	// A plain insert, not insertFollowing: a tenant's job already running
+	// is as fresh as a periodic catch-up needs.
 	client := postgres.RiverClientFromContext(ctx)
 	for _, tid := range tenants {
 		if _, err := client.Insert(ctx, args(tid), nil); err != nil {
@@ -299,8 +300,7 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 			return err
 		}
 	}
-	_, err = postgres.RiverClientFromContext(ctx).Insert(ctx, IndexRepositoryArgs{TenantID: tid, RepositoryID: rid}, nil)
-	return err
+	return insertFollowingFromWorker(ctx, IndexRepositoryArgs{TenantID: tid, RepositoryID: rid})
 }
 
 type indexWorker struct {
@@ -338,8 +338,7 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	}
 	if done {
 		unlock()
-		_, err = postgres.RiverClientFromContext(ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true}, nil)
-		return err
+		return insertFollowingFromWorker(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true})
 	}
 	rc, err := inst.Archive(ctx, repo.FullName, head)
 	if err != nil {
@@ -359,8 +358,7 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	// The base index moved: the pull-request overlays read against the
 	// old one are rebuilt by a repository sync, which needs the lock.
 	unlock()
-	_, err = postgres.RiverClientFromContext(ctx).Insert(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true}, nil)
-	return err
+	return insertFollowingFromWorker(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true})
 }
 
 func (d *Deps) repository(ctx context.Context, tid string, id int64) (codelotse.Repository, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // River keeps its jobs in this database and is generic over the driver's
@@ -33,15 +34,11 @@ func RiverClientFromContext(ctx context.Context) *RiverClient {
 }
 
 // InsertJob inserts a job in the transaction, so that it exists exactly when
-// the transaction's other changes do. It reports whether the job is new (a
-// duplicate of a waiting or running unique job is skipped).
-func (tx *Tx) InsertJob(ctx context.Context, c *RiverClient, args river.JobArgs) (inserted bool, err error) {
+// the transaction's other changes do. When River skips it as a duplicate of
+// a waiting or running unique job, the result says so and holds that job.
+func (tx *Tx) InsertJob(ctx context.Context, c *RiverClient, args river.JobArgs) (_ *rivertype.JobInsertResult, err error) {
 	defer wrap(&err, "postgres.InsertJob")
-	res, err := c.InsertTx(ctx, tx.q, args, nil)
-	if err != nil {
-		return false, err
-	}
-	return !res.UniqueSkippedAsDuplicate, nil
+	return c.InsertTx(ctx, tx.q, args, nil)
 }
 
 // MigrateRiver creates or updates River's tables, owned by the owner role:
