@@ -81,6 +81,34 @@ func TestOneSyncPerRepository(t *testing.T) {
 	unlock2()
 }
 
+// TestTenantJobsWaitForTheirPredecessor: a follower of a running
+// installation sync or membership refresh snoozes while the tenant's job
+// runs elsewhere, so the older job's writes never land after its own.
+func TestTenantJobsWaitForTheirPredecessor(t *testing.T) {
+	env, tn, _, _ := repoFixture(t)
+	ctx := context.Background()
+	d := &jobs.Deps{DB: env.App, Ingest: ingest.New(secretscan.New())}
+	for what, work := range map[string]func() error{
+		"installation": func() error { return d.SyncInstallation(ctx, tn.ID) },
+		"memberships":  func() error { return d.RefreshMemberships(ctx, tn.ID) },
+	} {
+		unlock, err := d.LockTenant(ctx, what, tn.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = work()
+		unlock()
+		var snooze *river.JobSnoozeError
+		if !errors.As(err, &snooze) {
+			t.Errorf("%s with the tenant's job running elsewhere: %v, want a snooze", what, err)
+		}
+		// Released, the job runs (and fails here: no installation).
+		if err := work(); errors.As(err, &snooze) || err == nil {
+			t.Errorf("%s after the release: %v, want it to run", what, err)
+		}
+	}
+}
+
 // TestPushWhileIndexingIsNotLost: an index job for a push is not dropped as
 // a duplicate of the one running for the previous push (it read its head
 // already); a repeated delivery of the same push is one job.

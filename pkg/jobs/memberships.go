@@ -37,6 +37,11 @@ func (w *membershipWorker) Work(ctx context.Context, job *river.Job[RefreshMembe
 // and the 24-hour bound applies, as without the worker. A rate limit
 // snoozes the job until GitHub's reset; the refresh then starts over.
 func (d *Deps) RefreshMemberships(ctx context.Context, tid string) error {
+	unlock, err := d.LockTenant(ctx, "memberships", tid)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	inst, g, err := d.installation(ctx, tid)
 	if err != nil {
 		return err

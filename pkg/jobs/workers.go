@@ -131,8 +131,17 @@ type installationWorker struct {
 }
 
 func (w *installationWorker) Work(ctx context.Context, job *river.Job[SyncInstallationArgs]) error {
-	tid := job.Args.TenantID
-	inst, g, err := w.d.installation(ctx, tid)
+	return w.d.SyncInstallation(ctx, job.Args.TenantID)
+}
+
+// SyncInstallation is the work of a SyncInstallationArgs job.
+func (d *Deps) SyncInstallation(ctx context.Context, tid string) error {
+	unlock, err := d.LockTenant(ctx, "installation", tid)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	inst, g, err := d.installation(ctx, tid)
 	if err != nil {
 		return err
 	}
@@ -149,17 +158,17 @@ func (w *installationWorker) Work(ctx context.Context, job *river.Job[SyncInstal
 	}
 	var ids []int64
 	var keep []int64
-	err = w.d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+	err = d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 		if err := tx.SetTenantGitHubAccount(ctx, accountID); err != nil {
 			return err
 		}
 		for _, r := range repos {
-			id, err := w.d.Ingest.UpsertGitHubRepository(ctx, tx, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
+			id, err := d.Ingest.UpsertGitHubRepository(ctx, tx, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
 			if codelotse.ErrorCode(err) == codelotse.Invalid {
 				// A name that looks like a secret is not stored; the
 				// other repositories still sync.
-				if w.d.Logger != nil {
-					w.d.Logger.Warn("github sync: repository skipped", "tenant", tid, "github_id", r.ID, "reason", codelotse.ErrorMessage(err))
+				if d.Logger != nil {
+					d.Logger.Warn("github sync: repository skipped", "tenant", tid, "github_id", r.ID, "reason", codelotse.ErrorMessage(err))
 				}
 				continue
 			}
@@ -378,8 +387,22 @@ func (d *Deps) repository(ctx context.Context, tid string, id int64) (codelotse.
 // tenant for the whole job, so two workers never sync or index the same
 // repository at once; a held lock snoozes the job instead of waiting.
 func (d *Deps) LockRepository(ctx context.Context, tid string, id int64) (func(), error) {
+	return d.lockJob(ctx, fmt.Sprintf("codelotse-repo:%s:%d", tid, id))
+}
+
+// LockTenant is LockRepository for a job over the whole tenant (what: the
+// installation sync, the membership refresh). A job that follows a running
+// one (insertFollowing) must not run beside it: the older job's writes,
+// from what it read earlier, would land after the newer ones (an
+// installation sync removing a repository just added, a membership refresh
+// restoring access just lowered).
+func (d *Deps) LockTenant(ctx context.Context, what, tid string) (func(), error) {
+	return d.lockJob(ctx, fmt.Sprintf("codelotse-%s:%s", what, tid))
+}
+
+func (d *Deps) lockJob(ctx context.Context, name string) (func(), error) {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "codelotse-repo:%s:%d", tid, id)
+	h.Write([]byte(name))
 	key := int64(h.Sum64())
 	unlock, ok, err := d.DB.TryAdvisoryLock(ctx, key)
 	if err != nil {
