@@ -82,22 +82,29 @@ func (db *DB) PendingJobs(ctx context.Context, queue, tenantID string, since tim
 // TryAdvisoryLock takes a session advisory lock on key on a connection of
 // its own, held until release is called. ok is false (and release nil) when
 // another session holds it.
+//
+// The connection is opened for the lock, outside the pool: a job holds its
+// lock while it works, and its work needs pool connections too. With the
+// lock on a pooled connection, as many jobs as the pool has connections
+// held them all and waited for one more, and nothing ran until the jobs
+// timed out (4 workers on the default pool of a 4-core machine did).
 func (db *DB) TryAdvisoryLock(ctx context.Context, key int64) (release func(), ok bool, err error) {
 	defer wrap(&err, "postgres.TryAdvisoryLock")
-	conn, err := db.Pool.Acquire(ctx)
+	conn, err := pgx.ConnectConfig(ctx, db.Pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return nil, false, classifyConn(err)
 	}
+	closeConn := func() { _ = conn.Close(context.WithoutCancel(ctx)) }
 	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
-		conn.Release()
+		closeConn()
 		return nil, false, classifyConn(err)
 	}
 	if !ok {
-		conn.Release()
+		closeConn()
 		return nil, false, nil
 	}
 	return func() {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", key)
-		conn.Release()
+		closeConn()
 	}, true, nil
 }
