@@ -35,7 +35,10 @@ func githubFixture(t *testing.T) (*githubtest.Server, []string) {
 	gh.AddPullRequest(4001, githubtest.PullRequest{Number: 7, Title: "Add the store", Author: "octocat", Head: "feature/store", HeadSHA: "0123456789abcdef0123456789abcdef01234567", CreatedAt: now, UpdatedAt: now})
 	gh.AddReview(4001, 7, githubtest.Review{ID: 501, Author: "coderabbitai[bot]", AuthorType: "Bot", State: "CHANGES_REQUESTED", Body: "Two problems in the store.", SubmittedAt: now})
 	gh.AddReviewComment(4001, 7, githubtest.ReviewComment{ID: 601, ReviewID: 501, Author: "coderabbitai[bot]", AuthorType: "Bot", Path: "cmd/main.go", Line: 3, Body: "Possible nil dereference here.\nCheck the store before use.", CreatedAt: now})
-	gh.AddReviewComment(4001, 7, githubtest.ReviewComment{ID: 602, ReviewID: 501, InReplyTo: 601, Author: "octocat", Path: "cmd/main.go", Line: 3, Body: "Fixed in the next commit.", CreatedAt: now})
+	// A reply is a review of its own on GitHub (COMMENTED, no body): not a
+	// review to a reader, so not the pull request's latest.
+	gh.AddReview(4001, 7, githubtest.Review{ID: 502, Author: "octocat", State: "COMMENTED", SubmittedAt: now.Add(time.Second)})
+	gh.AddReviewComment(4001, 7, githubtest.ReviewComment{ID: 602, ReviewID: 502, InReplyTo: 601, Author: "octocat", Path: "cmd/main.go", Line: 3, Body: "Fixed in the next commit.", CreatedAt: now.Add(time.Second)})
 	gh.AddReviewComment(4001, 7, githubtest.ReviewComment{ID: 603, ReviewID: 501, Author: "coderabbitai[bot]", AuthorType: "Bot", Path: "cmd/old.go", OriginalLine: 9, Body: "Outdated remark about old code.", CreatedAt: now})
 	// The outdated remark's thread was also resolved on GitHub (GraphQL
 	// isResolved), so it is resolved at its original line.

@@ -31,6 +31,10 @@ type WebhookEvent struct {
 	Ref            string // push: the pushed ref
 	After          string // push: the commit the ref points to now
 	DefaultBranch  string // push: the repository's default branch
+	// Pull is the pull request a pull-request event is about (0 for
+	// others), and PullOpen whether it is open now.
+	Pull     int
+	PullOpen bool
 	// UserIDs are the GitHub users whose access changed (member and
 	// membership events).
 	UserIDs []int64
@@ -103,6 +107,15 @@ func ReadWebhook(secret []byte, h http.Header, body io.Reader, limit int64) (Sig
 // delivery as failed instead of delivered.
 var ErrInvalidPayload = errors.New("webhook payload is not valid JSON for its event")
 
+// pullRequestEvent is what the events about a pull request have in common
+// (pull_request, pull_request_review, its comments and threads).
+type pullRequestEvent interface {
+	GetAction() string
+	GetInstallation() *github.Installation
+	GetRepo() *github.Repository
+	GetPullRequest() *github.PullRequest
+}
+
 // knownEvents are the event types go-github parses; others are ignored.
 var knownEvents = func() map[string]bool {
 	m := map[string]bool{}
@@ -145,6 +158,11 @@ func parseVerified(h http.Header, body []byte) (WebhookEvent, error) {
 			ev.DefaultBranch = r.GetDefaultBranch()
 		}
 	}
+	pull := func(pr *github.PullRequest) {
+		if pr != nil {
+			ev.Pull, ev.PullOpen = pr.GetNumber(), pr.GetState() == "open"
+		}
+	}
 	inst := func(i *github.Installation) {
 		if i != nil {
 			ev.InstallationID = i.GetID()
@@ -163,15 +181,12 @@ func parseVerified(h http.Header, body []byte) (WebhookEvent, error) {
 	case *github.InstallationRepositoriesEvent:
 		ev.Action = p.GetAction()
 		inst(p.Installation)
-	case *github.PullRequestEvent:
+	case pullRequestEvent:
 		ev.Action = p.GetAction()
-		inst(p.Installation)
-		repo(p.Repo)
-	case *github.PullRequestReviewEvent:
-		ev.Action = p.GetAction()
-		inst(p.Installation)
-		repo(p.Repo)
-	case *github.PullRequestReviewCommentEvent:
+		inst(p.GetInstallation())
+		repo(p.GetRepo())
+		pull(p.GetPullRequest())
+	case *github.RepositoryEvent:
 		ev.Action = p.GetAction()
 		inst(p.Installation)
 		repo(p.Repo)
@@ -230,6 +245,10 @@ func consistent(payload any) bool {
 		return p.Review != nil
 	case *github.PullRequestReviewCommentEvent:
 		return p.Comment != nil
+	case *github.PullRequestReviewThreadEvent:
+		return p.Thread != nil && p.PullRequest != nil
+	case *github.RepositoryEvent:
+		return p.Repo != nil && p.Action != nil
 	case *github.CodeScanningAlertEvent:
 		return p.Alert != nil
 	case *github.PushEvent:

@@ -20,6 +20,9 @@ import (
 type Enqueuer interface {
 	EnqueueInstallationSync(ctx context.Context, tx *postgres.Tx) error
 	EnqueueRepositorySync(ctx context.Context, tx *postgres.Tx, repoID int64) error
+	// EnqueuePullSync is a repository sync that reads the pull request
+	// even when it is closed and its updated_at did not move.
+	EnqueuePullSync(ctx context.Context, tx *postgres.Tx, repoID int64, number int) error
 	// EnqueueIndex indexes the repository's default branch; commit is the
 	// pushed head, which makes the job distinct from one already running
 	// for an earlier push.
@@ -122,6 +125,11 @@ func (s *Server) dispatch(ctx context.Context, tx *postgres.Tx, ev githubapp.Web
 		if index {
 			return s.cfg.Jobs.EnqueueIndex(ctx, tx, id, ev.After)
 		}
+		if ev.Pull > 0 && !ev.PullOpen {
+			// A sync skips a closed pull request whose updated_at did not
+			// move, and a thread resolved on one does not move it.
+			return s.cfg.Jobs.EnqueuePullSync(ctx, tx, id, ev.Pull)
+		}
 		return s.cfg.Jobs.EnqueueRepositorySync(ctx, tx, id)
 	}
 	switch ev.Event {
@@ -140,8 +148,21 @@ func (s *Server) dispatch(ctx context.Context, tx *postgres.Tx, ev githubapp.Web
 			return err
 		}
 		return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx)
-	case "pull_request", "pull_request_review", "pull_request_review_comment", "code_scanning_alert":
+	case "pull_request", "pull_request_review", "pull_request_review_comment", "pull_request_review_thread", "code_scanning_alert":
 		return repoJob(false)
+	case "repository":
+		// Renamed, transferred, deleted, made private or public, its
+		// default branch changed: the installation sync reads it again.
+		// Who can read it may have changed too, except for an edit or
+		// an archive.
+		switch ev.Action {
+		case "edited", "archived", "unarchived":
+		default:
+			if err := s.cfg.Jobs.EnqueueMembershipRefresh(ctx, tx); err != nil {
+				return err
+			}
+		}
+		return s.cfg.Jobs.EnqueueInstallationSync(ctx, tx)
 	case "push":
 		if ev.DefaultBranch != "" && ev.Ref == "refs/heads/"+ev.DefaultBranch {
 			return repoJob(true)

@@ -5,12 +5,15 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,25 +23,45 @@ import (
 	"github.com/codelotse/codelotse/pkg/ratelimit"
 )
 
-// countingEnqueuer counts the jobs webhooks enqueue (the queue itself is
-// pkg/jobs', tested there).
-type countingEnqueuer struct{ n atomic.Int64 }
+// countingEnqueuer counts the jobs webhooks enqueue, and records them
+// (the queue itself is pkg/jobs', tested there).
+type countingEnqueuer struct {
+	n     atomic.Int64
+	mu    sync.Mutex
+	calls []string
+}
+
+func (e *countingEnqueuer) record(call string) error {
+	e.n.Add(1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls = append(e.calls, call)
+	return nil
+}
+
+// take returns the calls recorded since the last take.
+func (e *countingEnqueuer) take() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.calls
+	e.calls = nil
+	return c
+}
 
 func (e *countingEnqueuer) EnqueueInstallationSync(context.Context, *postgres.Tx) error {
-	e.n.Add(1)
-	return nil
+	return e.record("installation")
 }
 func (e *countingEnqueuer) EnqueueRepositorySync(context.Context, *postgres.Tx, int64) error {
-	e.n.Add(1)
-	return nil
+	return e.record("repository")
+}
+func (e *countingEnqueuer) EnqueuePullSync(_ context.Context, _ *postgres.Tx, _ int64, number int) error {
+	return e.record(fmt.Sprintf("pull %d", number))
 }
 func (e *countingEnqueuer) EnqueueIndex(context.Context, *postgres.Tx, int64, string) error {
-	e.n.Add(1)
-	return nil
+	return e.record("index")
 }
 func (e *countingEnqueuer) EnqueueMembershipRefresh(context.Context, *postgres.Tx) error {
-	e.n.Add(1)
-	return nil
+	return e.record("memberships")
 }
 
 // countingReader records how much of a body was read.
@@ -219,5 +242,50 @@ func TestWebhookSignedButMalformed(t *testing.T) {
 				t.Error("a refused delivery enqueued jobs")
 			}
 		})
+	}
+}
+
+// TestWebhookEventsThatChangeWhatAgentsSee: a review thread resolved or
+// reopened syncs its repository, and one on a closed pull request asks for
+// that pull request by number (a sync skips closed ones whose updated_at
+// did not move, and resolving a thread does not move it). A repository
+// renamed, deleted, transferred or made private syncs the installation and
+// refreshes who can read what; an edit (a new default branch) or an
+// archive syncs the installation only. Both were ignored.
+func TestWebhookEventsThatChangeWhatAgentsSee(t *testing.T) {
+	srv, jobs := webhookFixture(t, DefaultLimits)
+	tid, err := srv.cfg.DB.TenantIDByInstallation(context.Background(), 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.cfg.DB.InTenant(context.Background(), tid, func(tx *postgres.Tx) error {
+		_, err := tx.UpsertGitHubRepository(context.Background(), 77, "acme/api", "main", "", false)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	thread := func(state string) string {
+		return `{"action":"resolved","installation":{"id":42},"repository":{"id":77},"thread":{"node_id":"T1"},
+			"pull_request":{"number":7,"state":"` + state + `"}}`
+	}
+	for i, tc := range []struct {
+		event, body string
+		want        []string
+	}{
+		{"pull_request_review_thread", thread("open"), []string{"repository"}},
+		{"pull_request_review_thread", thread("closed"), []string{"pull 7"}},
+		{"pull_request_review", `{"action":"dismissed","installation":{"id":42},"repository":{"id":77},"review":{"id":1},
+			"pull_request":{"number":8,"state":"closed"}}`, []string{"pull 8"}},
+		{"repository", `{"action":"renamed","installation":{"id":42},"repository":{"id":77}}`, []string{"memberships", "installation"}},
+		{"repository", `{"action":"deleted","installation":{"id":42},"repository":{"id":77}}`, []string{"memberships", "installation"}},
+		{"repository", `{"action":"edited","installation":{"id":42},"repository":{"id":77}}`, []string{"installation"}},
+	} {
+		req := delivery(fmt.Sprintf("e-%d", i), tc.body, nil)
+		req.Header.Set("X-GitHub-Event", tc.event)
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		if got := jobs.take(); rec.Code != http.StatusAccepted || !slices.Equal(got, tc.want) {
+			t.Errorf("%s %s: %d %s, jobs %q; want 202 and %q", tc.event, tc.body[:30], rec.Code, rec.Body, got, tc.want)
+		}
 	}
 }

@@ -74,9 +74,12 @@ func insertFollowing(args river.JobArgs, insert func(river.JobArgs) (*rivertype.
 	return false, fmt.Errorf("jobs: %s: more than %d of the same job running", args.Kind(), maxFollows)
 }
 
-// insertFollowingFromWorker is insertFollowing for a job that enqueues
-// another with the client working it.
-func insertFollowingFromWorker(ctx context.Context, args river.JobArgs) error {
+// enqueue is insertFollowing for a job that enqueues another, with the
+// client working it (or Deps.Enqueue).
+func (d *Deps) enqueue(ctx context.Context, args river.JobArgs) error {
+	if d.Enqueue != nil {
+		return d.Enqueue(ctx, args)
+	}
 	client := postgres.RiverClientFromContext(ctx)
 	_, err := insertFollowing(args, func(a river.JobArgs) (*rivertype.JobInsertResult, error) {
 		return client.Insert(ctx, a, nil)
@@ -113,6 +116,9 @@ type SyncRepositoryArgs struct {
 	// batches), and a duplicate of it would be dropped, leaving the
 	// overlays unbuilt.
 	AfterIndex bool `json:"after_index,omitempty"`
+	// Pull is a pull request to read even when it is closed and its
+	// updated_at did not move (a webhook said it changed).
+	Pull int `json:"pull,omitempty"`
 	// Follows is the running job this one follows (insertFollowing).
 	Follows int64 `json:"follows,omitempty"`
 }
@@ -241,6 +247,12 @@ func (c *Client) EnqueueInstallationSync(ctx context.Context, tx *postgres.Tx) e
 // EnqueueRepositorySync implements httpserver.Enqueuer.
 func (c *Client) EnqueueRepositorySync(ctx context.Context, tx *postgres.Tx, repoID int64) error {
 	_, err := c.EnqueueTx(ctx, tx, SyncRepositoryArgs{TenantID: tx.TenantID(), RepositoryID: repoID})
+	return err
+}
+
+// EnqueuePullSync implements httpserver.Enqueuer.
+func (c *Client) EnqueuePullSync(ctx context.Context, tx *postgres.Tx, repoID int64, number int) error {
+	_, err := c.EnqueueTx(ctx, tx, SyncRepositoryArgs{TenantID: tx.TenantID(), RepositoryID: repoID, Pull: number})
 	return err
 }
 

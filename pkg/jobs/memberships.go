@@ -50,6 +50,11 @@ func (d *Deps) RefreshMemberships(ctx context.Context, tid string) error {
 	if d.Now != nil {
 		now = d.Now
 	}
+	// Webhooks that expire a user after this are newer than what is read.
+	readSince, err := d.DB.Now(ctx)
+	if err != nil {
+		return err
+	}
 	m, err := inst.Memberships(ctx)
 	if errors.Is(err, githubapp.ErrMissingPermission) {
 		d.Logger.Warn("membership refresh: the installation lacks a permission; memberships are refreshed at sign-in only",
@@ -104,7 +109,7 @@ func (d *Deps) RefreshMemberships(ctx context.Context, tid string) error {
 			access[uid] = ga
 		}
 		at := now()
-		refreshed, expired, err := tx.ApplyGitHubMemberships(ctx, access, at, membershipActor)
+		refreshed, expired, err := tx.ApplyGitHubMemberships(ctx, access, at, readSince, membershipActor)
 		if err != nil {
 			return err
 		}

@@ -39,6 +39,9 @@ type Deps struct {
 	Now func() time.Time
 	// Ingest prepares everything the sync stores (required).
 	Ingest *ingest.Ingester
+	// Enqueue, when set, takes the jobs a job's work enqueues instead of
+	// the River client working it: for tests that call the work directly.
+	Enqueue func(ctx context.Context, args river.JobArgs) error
 }
 
 var worker = postgres.Actor{Label: "github-sync"}
@@ -162,6 +165,17 @@ func (d *Deps) SyncInstallation(ctx context.Context, tid string) error {
 		if err := tx.SetTenantGitHubAccount(ctx, accountID); err != nil {
 			return err
 		}
+		// Repositories gone from the installation go first, under the
+		// names they had (the audit says so): a listed one may have taken
+		// the name of one gone (UpsertGitHubRepository moves such a row
+		// aside otherwise).
+		listed := make([]int64, len(repos))
+		for i, r := range repos {
+			listed[i] = r.ID
+		}
+		if _, err := tx.RemoveGitHubRepositoriesExcept(ctx, listed, worker); err != nil {
+			return err
+		}
 		for _, r := range repos {
 			id, err := d.Ingest.UpsertGitHubRepository(ctx, tx, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
 			if codelotse.ErrorCode(err) == codelotse.Invalid {
@@ -177,6 +191,10 @@ func (d *Deps) SyncInstallation(ctx context.Context, tid string) error {
 			}
 			ids, keep = append(ids, id), append(keep, r.ID)
 		}
+		if len(keep) == len(listed) {
+			return nil
+		}
+		// A repository stored before under a name now refused goes too.
 		_, err := tx.RemoveGitHubRepositoriesExcept(ctx, keep, worker)
 		return err
 	})
@@ -185,7 +203,7 @@ func (d *Deps) SyncInstallation(ctx context.Context, tid string) error {
 	}
 	// One job per repository: a failing repository fails only its own job.
 	for _, id := range ids {
-		if err := insertFollowingFromWorker(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: id}); err != nil {
+		if err := d.enqueue(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: id}); err != nil {
 			return err
 		}
 	}
@@ -257,12 +275,13 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 		return err
 	}
 	for _, pr := range prs {
-		if last, ok := synced[pr.Number]; ok && pr.State != "open" && !pr.UpdatedAt.IsZero() && pr.UpdatedAt.Equal(last) {
+		if last, ok := synced[pr.Number]; ok && pr.State != "open" && pr.Number != args.Pull && !pr.UpdatedAt.IsZero() && pr.UpdatedAt.Equal(last) {
 			// A closed pull request that has not changed since its last
 			// complete sync: nothing to read again. Open ones are always
 			// read (their listings are conditional requests, so unchanged
 			// pages cost no rate limit), because resolving a review
-			// thread does not change a pull request's updated_at.
+			// thread does not change a pull request's updated_at. A
+			// webhook about a closed one names it (args.Pull).
 			continue
 		}
 		reviews, err := inst.Reviews(ctx, repo.FullName, pr.Number)
@@ -277,9 +296,19 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 		if err != nil {
 			return rateLimited(err)
 		}
-		for _, imp := range reviewImports(repo.FullName, pr, reviews, comments, threads) {
+		imports, notReviews := reviewImports(repo.FullName, pr, reviews, comments, threads)
+		for _, imp := range imports {
 			if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
 				_, err := d.Ingest.Import(ctx, tx, imp, worker)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+		if len(notReviews) > 0 {
+			// Stored by a version that imported them.
+			if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+				_, err := tx.DeleteReviews(ctx, rid, notReviews)
 				return err
 			}); err != nil {
 				return err
@@ -309,7 +338,7 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 			return err
 		}
 	}
-	return insertFollowingFromWorker(ctx, IndexRepositoryArgs{TenantID: tid, RepositoryID: rid})
+	return d.enqueue(ctx, IndexRepositoryArgs{TenantID: tid, RepositoryID: rid})
 }
 
 type indexWorker struct {
@@ -347,7 +376,7 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	}
 	if done {
 		unlock()
-		return insertFollowingFromWorker(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true})
+		return w.d.enqueue(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true})
 	}
 	rc, err := inst.Archive(ctx, repo.FullName, head)
 	if err != nil {
@@ -367,7 +396,7 @@ func (w *indexWorker) Work(ctx context.Context, job *river.Job[IndexRepositoryAr
 	// The base index moved: the pull-request overlays read against the
 	// old one are rebuilt by a repository sync, which needs the lock.
 	unlock()
-	return insertFollowingFromWorker(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true})
+	return w.d.enqueue(ctx, SyncRepositoryArgs{TenantID: tid, RepositoryID: rid, AfterIndex: true})
 }
 
 func (d *Deps) repository(ctx context.Context, tid string, id int64) (codelotse.Repository, error) {
@@ -445,10 +474,16 @@ func (d *Deps) reviewThreads(ctx context.Context, inst *githubapp.InstallationCl
 // thread becomes a finding at its path and lines; replies belong to their
 // thread and are not findings of their own. threads (nil without GraphQL)
 // says which threads are resolved.
-func reviewImports(fullName string, pr githubapp.PullRequest, reviews []githubapp.Review, comments []githubapp.ReviewComment, threads map[int64]githubapp.ReviewThread) []codelotse.ReviewImport {
+//
+// A review that only carries replies is not imported, and its external id
+// is in notReviews: GitHub files each reply to a review thread as a review
+// of its own (state COMMENTED, no body, the reply its only comment), which
+// a reader sees as a comment in the thread, not as a review. Imported, it
+// became the pull request's latest review, with no findings, hiding the
+// review whose threads are still open.
+func reviewImports(fullName string, pr githubapp.PullRequest, reviews []githubapp.Review, comments []githubapp.ReviewComment, threads map[int64]githubapp.ReviewThread) (out []codelotse.ReviewImport, notReviews []string) {
 	p := &codelotse.PullRequest{Number: pr.Number, Title: pr.Title, Author: pr.Author, State: pr.State,
 		BaseRef: pr.Base, HeadRef: pr.Head, HeadSHA: pr.HeadSHA, URL: pr.URL}
-	var out []codelotse.ReviewImport
 	for _, rv := range reviews {
 		imp := codelotse.ReviewImport{Repository: fullName, PullRequest: p, Source: "github",
 			Review: codelotse.Review{ExternalID: fmt.Sprintf("github:review:%d", rv.ID), CommitSHA: rv.CommitID,
@@ -463,9 +498,13 @@ func reviewImports(fullName string, pr githubapp.PullRequest, reviews []githubap
 			}
 			imp.Findings = append(imp.Findings, commentFinding(c, th))
 		}
+		if len(imp.Findings) == 0 && strings.TrimSpace(rv.Body) == "" && strings.EqualFold(rv.State, "COMMENTED") {
+			notReviews = append(notReviews, imp.Review.ExternalID)
+			continue
+		}
 		out = append(out, imp)
 	}
-	return out
+	return out, notReviews
 }
 
 func commentFinding(c githubapp.ReviewComment, th *githubapp.ReviewThread) codelotse.Finding {

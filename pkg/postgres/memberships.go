@@ -31,11 +31,18 @@ type GitHubAccess struct {
 // Repository rows that stay are not rewritten: the token path reads the
 // age of the tenant membership only, so an hourly refresh of an unchanged
 // organisation writes one row per user, not one per user and repository.
-func (tx *Tx) ApplyGitHubMemberships(ctx context.Context, access map[int64]GitHubAccess, now time.Time, actor Actor) (refreshed, expired int, err error) {
+//
+// readSince is the database's time (DB.Now) before GitHub was read. A
+// user whose membership a webhook expired since then is left as it is:
+// what was read may predate the removal, and the refresh the webhook
+// queued settles them. The zero time leaves nobody out.
+func (tx *Tx) ApplyGitHubMemberships(ctx context.Context, access map[int64]GitHubAccess, now, readSince time.Time, actor Actor) (refreshed, expired int, err error) {
 	defer wrap(&err, "postgres.ApplyGitHubMemberships")
 	tenantID := tx.tenantID
-	rows, err := tx.q.Query(ctx, `SELECT id::text, github_user_id FROM users
-		WHERE tenant_id = $1 AND github_user_id IS NOT NULL AND deleted_at IS NULL`, tenantID)
+	rows, err := tx.q.Query(ctx, `SELECT u.id::text, u.github_user_id FROM users u
+		WHERE u.tenant_id = $1 AND u.github_user_id IS NOT NULL AND u.deleted_at IS NULL
+		AND NOT EXISTS (SELECT 1 FROM tenant_memberships m WHERE m.tenant_id = u.tenant_id AND m.user_id = u.id
+			AND m.expired_at >= $2)`, tenantID, nullTime(readSince))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -171,4 +178,12 @@ func (tx *Tx) RecordPullSync(ctx context.Context, repoID int64, number int, upda
 		ON CONFLICT (tenant_id, repository_id, number) DO UPDATE SET updated_at = EXCLUDED.updated_at, synced_at = now()`,
 		tenantID, repoID, number, updatedAt)
 	return err
+}
+
+// nullTime is t, or NULL for the zero time.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

@@ -54,7 +54,7 @@ func TestApplyGitHubMemberships(t *testing.T) {
 		refreshed, expired, err = tx.ApplyGitHubMemberships(ctx, map[int64]postgres.GitHubAccess{
 			101: {Role: codelotse.RoleAdmin, RepoIDs: []int64{api.ID}},
 			999: {Role: codelotse.RoleMember}, // a GitHub user who never signed in
-		}, now, postgres.Actor{Label: "test"})
+		}, now, time.Time{}, postgres.Actor{Label: "test"})
 		return err
 	})
 	if err != nil || refreshed != 1 || expired != 1 {

@@ -122,6 +122,15 @@ func OpenURL(ctx context.Context, url string) (_ *DB, err error) {
 	return Open(ctx, cfg)
 }
 
+// Now is the database's clock: the time to compare with timestamps the
+// database wrote (statement_timestamp), whatever the caller's clock says.
+func (db *DB) Now(ctx context.Context) (_ time.Time, err error) {
+	defer wrap(&err, "postgres.Now")
+	var t time.Time
+	err = db.Pool.QueryRow(ctx, "SELECT statement_timestamp()").Scan(&t)
+	return t, classifyConn(err)
+}
+
 // Close closes the pool.
 func (db *DB) Close() { db.Pool.Close() }
 

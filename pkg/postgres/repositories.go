@@ -236,7 +236,7 @@ func (tx *Tx) RemoveGitHubRepositoriesExcept(ctx context.Context, keep []int64, 
 func (tx *Tx) ExpireGitHubMemberships(ctx context.Context, githubUserIDs []int64, actor Actor) (_ int, err error) {
 	defer wrap(&err, "postgres.ExpireGitHubMemberships")
 	tenantID := tx.tenantID
-	tag, err := tx.q.Exec(ctx, `UPDATE tenant_memberships m SET refreshed_at = 'epoch'
+	tag, err := tx.q.Exec(ctx, `UPDATE tenant_memberships m SET refreshed_at = 'epoch', expired_at = statement_timestamp()
 		FROM users u WHERE m.tenant_id = $1 AND u.tenant_id = m.tenant_id AND u.id = m.user_id AND u.github_user_id = ANY($2)`,
 		tenantID, githubUserIDs)
 	if err != nil {
@@ -253,7 +253,8 @@ func (tx *Tx) ExpireGitHubMemberships(ctx context.Context, githubUserIDs []int64
 func (tx *Tx) ExpireAllGitHubMemberships(ctx context.Context, actor Actor) (_ int, err error) {
 	defer wrap(&err, "postgres.ExpireAllGitHubMemberships")
 	tenantID := tx.tenantID
-	tag, err := tx.q.Exec(ctx, `UPDATE tenant_memberships SET refreshed_at = 'epoch' WHERE tenant_id = $1 AND source = 'github'`, tenantID)
+	tag, err := tx.q.Exec(ctx, `UPDATE tenant_memberships SET refreshed_at = 'epoch', expired_at = statement_timestamp()
+		WHERE tenant_id = $1 AND source = 'github'`, tenantID)
 	if err != nil {
 		return 0, err
 	}

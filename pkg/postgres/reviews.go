@@ -423,3 +423,17 @@ func (t TenantDB) FindingsOfPR(ctx context.Context, repoID int64, number int, id
 	})
 	return pr, out, err
 }
+
+// DeleteReviews deletes the repository's reviews with these external ids,
+// and their findings with them; it reports how many it deleted. The sync
+// uses it for what GitHub lists as reviews that are not reviews to a
+// reader (a reply's own review).
+func (tx *Tx) DeleteReviews(ctx context.Context, repoID int64, externalIDs []string) (_ int, err error) {
+	defer wrap(&err, "postgres.DeleteReviews")
+	tag, err := tx.q.Exec(ctx, `DELETE FROM reviews WHERE tenant_id = $1 AND repository_id = $2 AND external_id = ANY($3)`,
+		tx.tenantID, repoID, externalIDs)
+	if err != nil {
+		return 0, err
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -157,9 +157,22 @@ func (tx *Tx) SetTenantGitHubAccount(ctx context.Context, accountID int64) (err 
 
 // UpsertGitHubRepository registers or updates a repository seen through
 // the GitHub App and returns its id.
+//
+// GitHub names a repository by one name at a time, so another GitHub
+// repository stored under this name has been renamed, deleted or moved
+// since it was stored (two repositories swapped names, or one took the
+// name of one deleted). That row is moved aside to a name of its own
+// (its name followed by .moved-<GitHub id>) rather than failing every sync and sign-in on the
+// unique name: the next installation sync gives it its new name or
+// removes it.
 func (tx *Tx) UpsertGitHubRepository(ctx context.Context, githubID int64, fullName, defaultBranch, url string, private bool) (_ int64, err error) {
 	defer wrap(&err, "postgres.UpsertGitHubRepository")
 	tenantID := tx.tenantID
+	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET full_name = full_name || '.moved-' || github_id
+		WHERE tenant_id = $1 AND name_key = lower($3) AND github_id IS NOT NULL AND github_id <> $2`,
+		tenantID, githubID, fullName); err != nil {
+		return 0, err
+	}
 	var id int64
 	err = tx.q.QueryRow(ctx, `UPDATE repositories SET github_id = $2, full_name = $3, default_branch = coalesce(nullif($4, ''), default_branch),
 			url = coalesce(nullif($5, ''), url), private = $6

@@ -1,0 +1,12 @@
+-- When a webhook last expired a user's GitHub membership cache (a member
+-- removed from the organisation, a team changed): NULL when never.
+--
+-- The worker's membership refresh reads the whole organisation from GitHub
+-- and writes it minutes later. A removal webhook that expires a user in
+-- between is newer than what the refresh read, and the refresh's write
+-- restored the user's access until the next refresh (an hour by default).
+-- The refresh now notes the database's time before it reads, and leaves
+-- alone every user expired since (pkg/postgres ApplyGitHubMemberships); the
+-- refresh the webhook queued reads GitHub after the removal and settles
+-- them.
+ALTER TABLE tenant_memberships ADD COLUMN expired_at timestamptz;
