@@ -312,3 +312,34 @@ func TestPullSyncReadsAClosedPullRequest(t *testing.T) {
 		t.Errorf("after a sync asked for pull request 7: %v, want resolved", got)
 	}
 }
+
+// TestCodeScanningSwitchedOff: when GitHub stops answering for a
+// repository's code scanning (switched off, or its analyses deleted), the
+// alerts stored before go with their review instead of staying open
+// findings; switched on again, they come back.
+func TestCodeScanningSwitchedOff(t *testing.T) {
+	env, gh, d, tid := githubFixture(t)
+	addAPIRepository(t, gh, d, tid)
+	gh.AddCodeScanningAlert(4001, githubtest.CodeScanningAlert{Number: 1, RuleID: "go/sql-injection", RuleName: "SQL injection",
+		RuleSeverity: "error", SecuritySeverityLevel: "high", Path: "main.go", StartLine: 3, EndLine: 3, Message: "A query built from input."})
+	alerts := func() []string {
+		return env.AdminStrings(t, `SELECT f.status FROM findings f JOIN reviews r ON r.tenant_id = f.tenant_id AND r.id = f.review_id
+			WHERE r.external_id = 'github:code-scanning'`)
+	}
+	for _, step := range []struct {
+		name    string
+		setting githubtest.CodeScanning
+		want    []string
+	}{
+		{"enabled", githubtest.CodeScanningEnabled, []string{"open"}},
+		{"switched off", githubtest.CodeScanningDisabled, nil},
+		{"enabled again", githubtest.CodeScanningEnabled, []string{"open"}},
+		{"its analyses deleted", githubtest.CodeScanningNoAnalysis, nil},
+	} {
+		gh.SetCodeScanning(4001, step.setting)
+		syncRepository(t, env, d, tid, "acme-org/api")
+		if got := alerts(); !slices.Equal(got, step.want) {
+			t.Errorf("%s: alerts %v, want %v", step.name, got, step.want)
+		}
+	}
+}

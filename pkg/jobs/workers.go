@@ -329,14 +329,18 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 	if err != nil {
 		return rateLimited(err)
 	}
-	if alerts != nil {
-		imp := alertImport(repo.FullName, alerts)
-		if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
-			_, err := d.Ingest.Import(ctx, tx, imp, worker)
-			return err
-		}); err != nil {
+	if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		if alerts == nil {
+			// Code scanning is off or has no analysis (any more): GitHub
+			// shows no alerts, so the ones stored before go, rather than
+			// staying open findings for ever.
+			_, err := tx.DeleteReviews(ctx, rid, []string{codeScanningReview})
 			return err
 		}
+		_, err := d.Ingest.Import(ctx, tx, alertImport(repo.FullName, alerts), worker)
+		return err
+	}); err != nil {
+		return err
 	}
 	return d.enqueue(ctx, IndexRepositoryArgs{TenantID: tid, RepositoryID: rid})
 }
@@ -539,11 +543,15 @@ func commentFinding(c githubapp.ReviewComment, th *githubapp.ReviewThread) codel
 	return f
 }
 
+// codeScanningReview is the external id of the review that holds a
+// repository's code-scanning alerts.
+const codeScanningReview = "github:code-scanning"
+
 // alertImport turns code-scanning alerts into the findings of one
 // repository-level review.
 func alertImport(fullName string, alerts []githubapp.Alert) codelotse.ReviewImport {
 	imp := codelotse.ReviewImport{Repository: fullName, Source: "github:code-scanning",
-		Review: codelotse.Review{ExternalID: "github:code-scanning", Status: "completed", Author: "GitHub code scanning",
+		Review: codelotse.Review{ExternalID: codeScanningReview, Status: "completed", Author: "GitHub code scanning",
 			Summary: fmt.Sprintf("%d code-scanning alerts.", len(alerts))}}
 	for _, a := range alerts {
 		status := codelotse.StatusOpen

@@ -352,7 +352,7 @@ func (s *Server) RenameRepo(id int64, name string) {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.existingRepo("RenameRepo", id).Name = name
+	s.mustRepo("RenameRepo", id).Name = name
 }
 
 // DeleteRepo deletes a repository: gone from its installation and from
@@ -361,20 +361,9 @@ func (s *Server) DeleteRepo(id int64) {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in := s.installation(s.existingRepo("DeleteRepo", id).installationID)
+	in := s.installation(s.mustRepo("DeleteRepo", id).installationID)
 	in.repoIDs = slices.DeleteFunc(in.repoIDs, func(x int64) bool { return x == id })
 	delete(s.repos, id)
-}
-
-// existingRepo is repository id, which the test says exists (the caller
-// holds s.mu).
-func (s *Server) existingRepo(op string, id int64) *repo {
-	s.t.Helper()
-	r, ok := s.repos[id]
-	if !ok {
-		s.t.Fatalf("githubtest: %s: no repository %d", op, id)
-	}
-	return r
 }
 
 // permissions lists GitHub's repository permissions, lowest first.
