@@ -225,6 +225,14 @@ func (s *Server) resolveClient(ctx context.Context, tid, clientID string) (postg
 	doc, hdr, status, err := s.fetchMetadata(ctx, clientID, cached.ETag, found)
 	if err != nil {
 		s.cfg.Logger.Info("fetching a client metadata document failed", "err", err)
+		var mt *mediaTypeError
+		if errors.As(err, &mt) {
+			got := "no content type"
+			if mt.got != "" {
+				got = "content type " + strconv.Quote(clip(mt.got, 100))
+			}
+			return cached, &clientError{"The client's metadata document is not JSON: its address answered with " + got + ", and a metadata document must be served as application/json."}
+		}
 		if safehttp.IsForbidden(err) {
 			return cached, &clientError{"The client's metadata document is at an address this server does not fetch from (only public https addresses are allowed)."}
 		}
@@ -240,8 +248,11 @@ func (s *Server) resolveClient(ctx context.Context, tid, clientID string) (postg
 			return tx.ExtendMetadataCache(ctx, cached.Ref, until)
 		})
 	}
+	if status >= 300 && status < 400 && status != http.StatusNotModified {
+		return cached, &clientError{"The client's metadata document could not be fetched: its address answered with a redirect (HTTP " + strconv.Itoa(status) + "), and metadata documents are never fetched through redirects. The client must serve its document at its client_id URL itself."}
+	}
 	if status != http.StatusOK {
-		return cached, &clientError{"The client's metadata document could not be fetched (HTTP " + http.StatusText(status) + ")."}
+		return cached, &clientError{"The client's metadata document could not be fetched (HTTP " + strconv.Itoa(status) + " " + http.StatusText(status) + ")."}
 	}
 	cl, e := oauth.ParseMetadataDocument(clientID, doc)
 	if e != nil {
@@ -259,11 +270,20 @@ func (s *Server) resolveClient(ctx context.Context, tid, clientID string) (postg
 	return postgres.OAuthClient{Ref: ref, ClientID: cl.ClientID, Kind: "cimd", Name: cl.Name, ClientURI: cl.ClientURI, RedirectURIs: cl.RedirectURIs, CacheUntil: &until}, nil
 }
 
+// fetchMetadata fetches a Client ID Metadata Document. It never follows a
+// redirect, whatever the configured client does: the client_id's host is
+// what the consent page shows as the client's identity, so a redirect (an
+// open redirect on a trusted host) would let anyone present a document of
+// their own under that host. A 3xx comes back as its status. A 200 must be
+// a JSON media type (application/json or application/*+json); anything
+// else is a *mediaTypeError, and its body is not read.
 func (s *Server) fetchMetadata(ctx context.Context, u, etag string, revalidate bool) ([]byte, http.Header, int, error) {
-	hc := s.cfg.OAuth.MetadataClient
-	if hc == nil {
-		hc = safehttp.NewClient(safehttp.Options{Timeout: 5 * time.Second})
+	configured := s.cfg.OAuth.MetadataClient
+	if configured == nil {
+		configured = safehttp.NewClient(safehttp.Options{Timeout: 5 * time.Second})
 	}
+	hc := *configured // a copy: the configured client keeps its own redirect policy
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, nil, 0, err
@@ -280,8 +300,19 @@ func (s *Server) fetchMetadata(ctx context.Context, u, etag string, revalidate b
 	if resp.StatusCode != http.StatusOK {
 		return nil, resp.Header, resp.StatusCode, nil
 	}
+	if ct := resp.Header.Get("Content-Type"); !oauth.IsJSONMediaType(ct) {
+		return nil, resp.Header, resp.StatusCode, &mediaTypeError{got: ct}
+	}
 	b, err := safehttp.ReadAll(resp.Body, oauth.MaxMetadataBytes)
 	return b, resp.Header, resp.StatusCode, err
+}
+
+// mediaTypeError is a metadata document served with a content type that is
+// not JSON.
+type mediaTypeError struct{ got string }
+
+func (e *mediaTypeError) Error() string {
+	return "client metadata document has content type " + strconv.Quote(e.got)
 }
 
 // consentData is the consent page's data.

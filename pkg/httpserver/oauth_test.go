@@ -706,6 +706,7 @@ func TestOAuthClientIDMetadataDocument(t *testing.T) {
 	var fetches atomic.Int32
 	cimd := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/big.json" {
+			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"client_id":"` + strings.Repeat("x", 6000) + `"}`))
 			return
 		}

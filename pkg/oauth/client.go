@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"encoding/json"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -288,6 +289,19 @@ func RedirectHost(raw string) string {
 		return u.Host
 	}
 	return u.Scheme + ":"
+}
+
+// IsJSONMediaType reports whether a Content-Type header names a JSON media
+// type: application/json or a structured-syntax type application/*+json,
+// with any parameters (charset). The Client ID Metadata Document draft
+// makes any other content type an error.
+func IsJSONMediaType(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	typ, sub, ok := strings.Cut(mt, "/")
+	return ok && typ == "application" && (sub == "json" || (strings.HasSuffix(sub, "+json") && len(sub) > len("+json")))
 }
 
 // CacheFor reads how long a fetched metadata document may be reused from

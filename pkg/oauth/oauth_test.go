@@ -260,3 +260,27 @@ func TestCacheFor(t *testing.T) {
 		}
 	}
 }
+
+func TestIsJSONMediaType(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/json":                       true,
+		"application/json; charset=utf-8":        true,
+		"Application/JSON":                       true,
+		"application/vnd.example.client+json":    true,
+		"application/oauth-client-metadata+json": true,
+		"":                                       false,
+		"text/plain":                             false,
+		"text/plain; charset=utf-8":              false,
+		"text/json":                              false,
+		"text/html":                              false,
+		"application/jsonx":                      false,
+		"application/+json":                      false,
+		"application/json-seq":                   false,
+		"application/octet-stream":               false,
+		"application/json; charset":              false, // not a media type
+	} {
+		if got := IsJSONMediaType(ct); got != want {
+			t.Errorf("IsJSONMediaType(%q) = %v, want %v", ct, got, want)
+		}
+	}
+}
