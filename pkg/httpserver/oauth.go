@@ -353,7 +353,7 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 	}
 	req, e := oauth.ParseAuthRequest(params)
 	if e != nil {
-		return s.page(c, http.StatusBadRequest, "Authorization failed", "The client's request is not valid: "+e.Description+".")
+		return s.requestRefused(c, e)
 	}
 	cl, err := s.resolveClient(ctx, tid, req.ClientID)
 	var ce *clientError
@@ -366,13 +366,16 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 	if e := req.CheckRedirect(cl.Client()); e != nil {
 		return s.page(c, http.StatusBadRequest, "Authorization failed", "The client's redirect URI is not one it registered, so nobody is sent back to it: "+e.Description+".")
 	}
-	// From here on errors go back to the client at its verified redirect URI.
-	iss := s.issuer(slug)
-	back := func(code, desc string) error {
-		return c.Redirect(http.StatusSeeOther, oauth.RedirectURL(req.RedirectURI, url.Values{"error": {code}, "error_description": {desc}}, req.State, iss))
-	}
+	// Errors are shown here, not sent to the client's redirect URI, until
+	// the person has seen the consent page for this client and answered
+	// it. Anyone can register a redirect URI (dynamic registration, or a
+	// metadata document of their own), so an error redirected before that
+	// would make this origin an open redirector (RFC 9700 §4.11.2): a link
+	// to .../oauth/authorize with a bad parameter would bounce anyone to
+	// any address. The consent form's answer is a same-origin POST of a
+	// signed-in person (the cross-origin check), so only it goes back.
 	if e := req.Check(s.resource(slug)); e != nil {
-		return back(e.Code, e.Description)
+		return s.requestRefused(c, e)
 	}
 	var on, mcpOn bool
 	if err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
@@ -386,12 +389,12 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 		return err
 	}
 	if !on {
-		return back(oauth.ErrAccessDenied, "this organisation has switched OAuth clients off")
+		return s.page(c, http.StatusForbidden, "OAuth clients switched off", "This organisation has switched OAuth clients off, so no client can be connected. Ask a tenant admin to switch them on, or use a personal access token from the MCP access page.")
 	}
 	if !mcpOn {
 		// Its token would be refused by every request while the client
 		// believed it was connected.
-		return back(oauth.ErrAccessDenied, "this organisation has switched MCP off; ask an admin to switch it on")
+		return s.page(c, http.StatusForbidden, "MCP switched off", "This organisation has switched MCP off, so no client can be connected. Ask a tenant admin to switch it on.")
 	}
 	p := principal(c)
 	if p == nil {
@@ -429,6 +432,12 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 		c.Response().Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self' "+formTarget(req.RedirectURI))
 		return s.render(c, http.StatusOK, "consent.html", s.data(c, "Authorize "+d.ClientName, d))
 	}
+	// The person answered the consent page: from here on the answer goes
+	// back to the client at its verified redirect URI, with state and iss.
+	iss := s.issuer(slug)
+	back := func(code, desc string) error {
+		return c.Redirect(http.StatusSeeOther, oauth.RedirectURL(req.RedirectURI, url.Values{"error": {code}, "error_description": {desc}}, req.State, iss))
+	}
 	if c.FormValue("decision") != "approve" {
 		return back(oauth.ErrAccessDenied, "the person denied access")
 	}
@@ -445,6 +454,12 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, oauth.RedirectURL(req.RedirectURI, url.Values{"code": {code}}, req.State, iss))
+}
+
+// requestRefused shows the person why the client's authorization request
+// cannot go on, with the OAuth error code for the client's developer.
+func (s *Server) requestRefused(c echo.Context, e *oauth.Error) error {
+	return s.page(c, http.StatusBadRequest, "Authorization failed", "The client's request is not valid: "+e.Description+" (OAuth error "+e.Code+"). Nothing was sent back to the client; tell its developer, or start again from the client.")
 }
 
 // formTarget is the CSP source of a redirect URI: its origin, or its scheme

@@ -304,9 +304,11 @@ func TestOAuthAuthorizeRefusals(t *testing.T) {
 		} else {
 			p.Set(tc.key, tc.val)
 		}
-		rec, q := f.authorize(p, f.cookie, "")
-		if rec.Code != http.StatusSeeOther || q.Get("error") != tc.want || q.Get("state") != "st-1" || q.Get("iss") == "" {
-			t.Errorf("%s: %d %v, want redirect with %s", tc.name, rec.Code, q, tc.want)
+		// Shown to the person with the OAuth error code, never redirected
+		// before the consent page was answered (no open redirector).
+		rec, _ := f.authorize(p, f.cookie, "")
+		if rec.Code != http.StatusBadRequest || rec.Header().Get("Location") != "" || !strings.Contains(rec.Body.String(), "(OAuth error "+tc.want+")") {
+			t.Errorf("%s: %d Location=%q, want a 400 page naming %s:\n%s", tc.name, rec.Code, rec.Header().Get("Location"), tc.want, rec.Body)
 		}
 	}
 	// Unregistered redirect URIs and unknown clients are never redirected to.
@@ -570,9 +572,9 @@ func TestOAuthSwitchedOffByTenantAdmin(t *testing.T) {
 	if x := f.token(url.Values{"grant_type": {"refresh_token"}, "client_id": {clientID}, "refresh_token": {a.RefreshToken}}); x.Error != "invalid_grant" {
 		t.Fatalf("refresh with OAuth off: %+v", x)
 	}
-	_, q := f.authorize(authParams(clientID, "http://127.0.0.1/callback"), f.cookie, "")
-	if q.Get("error") != "access_denied" {
-		t.Fatalf("authorize with OAuth off: %v", q)
+	if rec, _ := f.authorize(authParams(clientID, "http://127.0.0.1/callback"), f.cookie, ""); rec.Code != http.StatusForbidden ||
+		rec.Header().Get("Location") != "" || !strings.Contains(rec.Body.String(), "switched OAuth clients off") {
+		t.Fatalf("authorize with OAuth off: %d Location=%q", rec.Code, rec.Header().Get("Location"))
 	}
 	f.wantAudit("oauth.switched")
 }

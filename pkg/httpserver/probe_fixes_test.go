@@ -290,9 +290,11 @@ func TestNoOAuthConnectionWhileMCPIsOff(t *testing.T) {
 	if a := f.token(codeForm(clientID, code, redirect, verifier)); a.Status != http.StatusBadRequest || a.Error != "invalid_grant" || a.AccessToken != "" {
 		t.Errorf("exchange while MCP is off: %+v, want 400 invalid_grant", a)
 	}
-	rec, q := f.authorize(authParams(clientID, redirect), f.cookie, "")
-	if q.Get("error") != "access_denied" || !strings.Contains(q.Get("error_description"), "MCP off") {
-		t.Errorf("authorize while MCP is off: %d %v", rec.Code, q)
+	// Shown to the person, not redirected: the consent page was not
+	// answered (TestOAuthAuthorizeErrorsAreNoOpenRedirect).
+	rec, _ := f.authorize(authParams(clientID, redirect), f.cookie, "")
+	if rec.Code != http.StatusForbidden || rec.Header().Get("Location") != "" || !strings.Contains(rec.Body.String(), "switched MCP off") {
+		t.Errorf("authorize while MCP is off: %d Location=%q", rec.Code, rec.Header().Get("Location"))
 	}
 }
 

@@ -68,7 +68,8 @@ func (r AuthRequest) CheckRedirect(c Client) *Error {
 // Check validates the rest of the request once the redirect URI is known to
 // be the client's: response type code, PKCE S256 only (plain is refused),
 // the resource equal to the endpoint's (RFC 8707), and the scope. Errors
-// are returned to the client at its redirect URI.
+// are shown to the person, never redirected: the caller sends only the
+// answer to its consent page back to the client.
 func (r AuthRequest) Check(resource string) *Error {
 	switch {
 	case r.ResponseType != "code":
