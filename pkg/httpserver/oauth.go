@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -341,6 +343,15 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 	ctx := c.Request().Context()
 	slug, tid := c.Get(keySlug).(string), c.Get(keyTenantID).(string)
 	noStore(c)
+	// Bounded per address before anything else: a request may fetch a
+	// client's metadata document and store it, and sends a signed-out
+	// visitor on to a sign-in that stores a state.
+	if d := s.limitBucket(c, "oauth:authorize:ip:"+c.RealIP(), s.cfg.Limits.Authorize); !d.Allowed {
+		secs := max(1, int(math.Ceil(d.RetryAfter.Seconds())))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		return s.page(c, http.StatusTooManyRequests, "Too many authorization requests",
+			fmt.Sprintf("Too many authorization requests came from your address. Try again in %d second%s.", secs, plural(secs)))
+	}
 	var params url.Values
 	if decided {
 		fp, err := c.FormParams()
@@ -354,6 +365,42 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 	req, e := oauth.ParseAuthRequest(params)
 	if e != nil {
 		return s.requestRefused(c, e)
+	}
+	var on, mcpOn bool
+	if err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		var err error
+		if on, err = tx.OAuthEnabled(ctx); err != nil {
+			return err
+		}
+		mcpOn, err = tx.MCPEnabled(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	if !on {
+		return s.page(c, http.StatusForbidden, "OAuth clients switched off", "This organisation has switched OAuth clients off, so no client can be connected. Ask a tenant admin to switch them on, or use a personal access token from the MCP access page.")
+	}
+	if !mcpOn {
+		// Its token would be refused by every request while the client
+		// believed it was connected.
+		return s.page(c, http.StatusForbidden, "MCP switched off", "This organisation has switched MCP off, so no client can be connected. Ask a tenant admin to switch it on.")
+	}
+	// The person signs in before the client is looked at: resolving a
+	// client may fetch its metadata document from any public address and
+	// store it, which a signed-out visitor must not be able to cause.
+	p := principal(c)
+	if p == nil {
+		if decided {
+			return s.page(c, http.StatusForbidden, "Signed out", "Your session ended. Start again from your client.")
+		}
+		// Sign in exactly as on the web pages, then come back here.
+		return c.Redirect(http.StatusSeeOther, "/t/"+slug+"/login?return_to="+url.QueryEscape(c.Request().URL.RequestURI()))
+	}
+	if p.Session.BreakGlass {
+		return s.page(c, http.StatusForbidden, "Not allowed", "Break-glass sessions can never authorize a client. Sign in with your organisation's sign-in instead.")
+	}
+	if !p.Member {
+		return s.page(c, http.StatusForbidden, "No access", "Your access to this organisation is not current. Sign in again to refresh it.")
 	}
 	cl, err := s.resolveClient(ctx, tid, req.ClientID)
 	var ce *clientError
@@ -376,39 +423,6 @@ func (s *Server) authorize(c echo.Context, decided bool) error {
 	// signed-in person (the cross-origin check), so only it goes back.
 	if e := req.Check(s.resource(slug)); e != nil {
 		return s.requestRefused(c, e)
-	}
-	var on, mcpOn bool
-	if err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
-		var err error
-		if on, err = tx.OAuthEnabled(ctx); err != nil {
-			return err
-		}
-		mcpOn, err = tx.MCPEnabled(ctx)
-		return err
-	}); err != nil {
-		return err
-	}
-	if !on {
-		return s.page(c, http.StatusForbidden, "OAuth clients switched off", "This organisation has switched OAuth clients off, so no client can be connected. Ask a tenant admin to switch them on, or use a personal access token from the MCP access page.")
-	}
-	if !mcpOn {
-		// Its token would be refused by every request while the client
-		// believed it was connected.
-		return s.page(c, http.StatusForbidden, "MCP switched off", "This organisation has switched MCP off, so no client can be connected. Ask a tenant admin to switch it on.")
-	}
-	p := principal(c)
-	if p == nil {
-		if decided {
-			return s.page(c, http.StatusForbidden, "Signed out", "Your session ended. Start again from your client.")
-		}
-		// Sign in exactly as on the web pages, then come back here.
-		return c.Redirect(http.StatusSeeOther, "/t/"+slug+"/login?return_to="+url.QueryEscape(c.Request().URL.RequestURI()))
-	}
-	if p.Session.BreakGlass {
-		return s.page(c, http.StatusForbidden, "Not allowed", "Break-glass sessions can never authorize a client. Sign in with your organisation's sign-in instead.")
-	}
-	if !p.Member {
-		return s.page(c, http.StatusForbidden, "No access", "Your access to this organisation is not current. Sign in again to refresh it.")
 	}
 	var active int
 	if err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {

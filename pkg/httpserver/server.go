@@ -96,16 +96,21 @@ type Limits struct {
 	// Webhook bounds POST /webhooks/github per address, checked before the
 	// body is read.
 	Webhook ratelimit.Rule
+	// Authorize bounds /t/{slug}/oauth/authorize (GET and POST) per
+	// address: a request may fetch a client's metadata document and store
+	// it.
+	Authorize ratelimit.Rule
 }
 
 // DefaultLimits are ARCHITECTURE §6.4's: 600 a minute per IP, 120 a minute
-// per token; 30 sign-in starts and 600 webhook deliveries a minute per
-// address.
+// per token; 30 sign-in starts, 600 webhook deliveries and 60 authorization
+// requests a minute per address.
 var DefaultLimits = Limits{
-	PerIP:    ratelimit.Rule{Limit: 600, Period: time.Minute},
-	PerToken: ratelimit.Rule{Limit: 120, Period: time.Minute},
-	Login:    ratelimit.Rule{Limit: 30, Period: time.Minute},
-	Webhook:  ratelimit.Rule{Limit: 600, Period: time.Minute},
+	PerIP:     ratelimit.Rule{Limit: 600, Period: time.Minute},
+	PerToken:  ratelimit.Rule{Limit: 120, Period: time.Minute},
+	Login:     ratelimit.Rule{Limit: 30, Period: time.Minute},
+	Webhook:   ratelimit.Rule{Limit: 600, Period: time.Minute},
+	Authorize: ratelimit.Rule{Limit: 60, Period: time.Minute},
 }
 
 // MaxBodyBytes is the largest request body a bearer route accepts.

@@ -33,6 +33,11 @@ const (
 	// ClientUnusedTTL is how long a dynamically registered client lives
 	// without being used; each use extends it.
 	ClientUnusedTTL = 30 * 24 * time.Hour
+	// MetadataUnusedTTL is how long the stored copy of a client's metadata
+	// document is kept while no grant or code refers to it: the longest a
+	// document may be cached (CacheFor), so a copy older than that would
+	// be fetched again before its next use anyway.
+	MetadataUnusedTTL = 24 * time.Hour
 	// RequestTTL bounds the authorization request a person is asked to
 	// consent to (the consent form is signed with it in the session).
 	RequestTTL = 10 * time.Minute

@@ -58,10 +58,22 @@ func (tx *Tx) OAuthClientKnown(ctx context.Context, clientID string) (_ bool, er
 }
 
 // SaveMetadataClient stores (or refreshes) the cached metadata document of a
-// URL client_id and returns the row id.
+// URL client_id and returns the row id. Stored documents that no grant or
+// code refers to and that were neither fetched nor used for
+// oauth.MetadataUnusedTTL are deleted first: they would be fetched again
+// before any use, and without the sweep every client_id a member's browser
+// was sent to would stay a row for ever.
 func (tx *Tx) SaveMetadataClient(ctx context.Context, c oauth.Client, cacheUntil time.Time, etag string) (_ string, err error) {
 	defer wrap(&err, "postgres.SaveMetadataClient")
 	tenantID := tx.tenantID
+	if _, err := tx.q.Exec(ctx, `DELETE FROM oauth_clients cl
+		WHERE cl.tenant_id = $1 AND cl.kind = 'cimd'
+		  AND greatest(cl.created_at, cl.fetched_at, cl.last_used_at) < now() - make_interval(secs => $2)
+		  AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.tenant_id = $1 AND g.client_ref = cl.id)
+		  AND NOT EXISTS (SELECT 1 FROM oauth_codes k WHERE k.tenant_id = $1 AND k.client_ref = cl.id)`,
+		tenantID, oauth.MetadataUnusedTTL.Seconds()); err != nil {
+		return "", err
+	}
 	var ref string
 	err = tx.q.QueryRow(ctx, `INSERT INTO oauth_clients (tenant_id, client_id, kind, name, client_uri, redirect_uris, fetched_at, cache_until, etag)
 		VALUES ($1, $2, 'cimd', $3, $4, $5, now(), $6, $7)

@@ -45,6 +45,10 @@ type Config struct {
 	// WebhookRatePerIP is webhook deliveries a minute per address on
 	// POST /webhooks/github (0: no limit).
 	WebhookRatePerIP int
+	// AuthorizeRatePerIP is OAuth authorization requests a minute per
+	// address on /t/{slug}/oauth/authorize (OAUTH_AUTHORIZE_RATE_PER_IP;
+	// 0: no limit).
+	AuthorizeRatePerIP int
 	// RedisURL, when set, shares rate limits across replicas.
 	RedisURL string
 	// TrustedProxies are CIDRs whose X-Forwarded-For is believed.
@@ -113,11 +117,12 @@ type OAuth struct {
 
 // Defaults of the settings that have one (README, "Configuration").
 const (
-	DefaultRatePerToken      = 120
-	DefaultRatePerIP         = 600
-	DefaultLoginRatePerIP    = 30
-	DefaultWebhookRatePerIP  = 600
-	DefaultWorkerConcurrency = 4
+	DefaultRatePerToken       = 120
+	DefaultRatePerIP          = 600
+	DefaultLoginRatePerIP     = 30
+	DefaultWebhookRatePerIP   = 600
+	DefaultAuthorizeRatePerIP = 60
+	DefaultWorkerConcurrency  = 4
 	// DefaultMCPMaxConcurrent is httpserver.DefaultMaxConcurrentMCP
 	// (config does not import the server; TestDefaultsAgree checks it).
 	DefaultMCPMaxConcurrent = 256
@@ -177,6 +182,9 @@ func Load(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.WebhookRatePerIP, err = rateEnv(getenv, "WEBHOOK_RATE_PER_IP", DefaultWebhookRatePerIP); err != nil {
+		return c, err
+	}
+	if c.AuthorizeRatePerIP, err = rateEnv(getenv, "OAUTH_AUTHORIZE_RATE_PER_IP", DefaultAuthorizeRatePerIP); err != nil {
 		return c, err
 	}
 	c.RedisURL = getenv("REDIS_URL")

@@ -39,6 +39,7 @@ func TestLoadDefaults(t *testing.T) {
 		RatePerIP:            600,
 		LoginRatePerIP:       30,
 		WebhookRatePerIP:     600,
+		AuthorizeRatePerIP:   60,
 		GitHub:               GitHub{SyncInterval: time.Hour, MembershipRefresh: time.Hour},
 		OAuth:                OAuth{Enabled: true, DynamicRegistration: true},
 		WorkerConcurrency:    4,
@@ -76,8 +77,8 @@ func TestLoadValues(t *testing.T) {
 		{map[string]string{"MCP_ALLOWED_ORIGINS": " https://a.example , ,https://b.example"}, func(c Config) bool {
 			return reflect.DeepEqual(c.AllowedOrigins, []string{"https://a.example", "https://b.example"})
 		}, "origins"},
-		{map[string]string{"MCP_RATE_PER_TOKEN": "0", "MCP_RATE_PER_IP": " 7 ", "LOGIN_RATE_PER_IP": "5", "WEBHOOK_RATE_PER_IP": "0"}, func(c Config) bool {
-			return c.RatePerToken == 0 && c.RatePerIP == 7 && c.LoginRatePerIP == 5 && c.WebhookRatePerIP == 0
+		{map[string]string{"MCP_RATE_PER_TOKEN": "0", "MCP_RATE_PER_IP": " 7 ", "LOGIN_RATE_PER_IP": "5", "WEBHOOK_RATE_PER_IP": "0", "OAUTH_AUTHORIZE_RATE_PER_IP": "9"}, func(c Config) bool {
+			return c.RatePerToken == 0 && c.RatePerIP == 7 && c.LoginRatePerIP == 5 && c.WebhookRatePerIP == 0 && c.AuthorizeRatePerIP == 9
 		}, "rates (0: no limit)"},
 		{map[string]string{"REDIS_URL": "redis://r:6379/0"}, func(c Config) bool { return c.RedisURL == "redis://r:6379/0" }, "REDIS_URL"},
 		{map[string]string{"TRUSTED_PROXIES": "10.0.0.1, 10.1.0.0/16,::1"}, func(c Config) bool {
@@ -136,6 +137,7 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"MCP_RATE_PER_IP", "1.5"},
 		{"LOGIN_RATE_PER_IP", "-1"},
 		{"WEBHOOK_RATE_PER_IP", "x"},
+		{"OAUTH_AUTHORIZE_RATE_PER_IP", "-3"},
 		{"TRUSTED_PROXIES", "10.0.0.1,proxy.internal"},
 		{"TRUSTED_PROXIES", "10.0.0.0/33"},
 		{"OIDC_ALLOW_PRIVATE_CIDRS", "10.0.0.0/33"},
