@@ -72,8 +72,11 @@ type Result struct {
 	// GrantFailure is set when the token is valid but has no grants (step
 	// 6); the caller applies the per-token rate limit (step 5) first.
 	GrantFailure *Failure
-	// Digest identifies the token for per-token rate limits: the tenant and
-	// the token's SHA-256, never the token.
+	// Digest identifies the budget of per-token rate limits: the tenant and
+	// the token's SHA-256, never the token; for an OAuth access token the
+	// tenant and its grant, so that every access token of one grant (a
+	// refresh leaves the earlier ones valid until they expire) shares one
+	// budget and refreshing cannot multiply it (ARCHITECTURE §6.1).
 	Digest string
 }
 
@@ -147,6 +150,9 @@ func decide(f postgres.TokenFacts, found bool, hash []byte, slug string, now tim
 	res := Result{
 		Principal: codelotse.Principal{TenantID: f.TenantID, UserID: f.UserID, TokenID: f.TokenID, Kind: "token"},
 		Digest:    f.TenantID + ":" + hex.EncodeToString(hash),
+	}
+	if f.OAuthGrantID != nil {
+		res.Digest = f.TenantID + ":grant:" + *f.OAuthGrantID
 	}
 	// The grant inputs came with the token facts (one round trip).
 	var reason grants.Reason

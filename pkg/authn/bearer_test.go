@@ -117,6 +117,9 @@ type holder struct {
 	tenantID, userID, email string
 	tokenID, secret         string
 	expiresAt               time.Time
+	// grantID is the OAuth grant of an access token ("" for a personal
+	// access token): its rate-limit key.
+	grantID string
 }
 
 // membership says how a holder's tenant membership is cached.
@@ -205,8 +208,8 @@ func (f *fixture) oauthHolder(tenantID, resource string) holder {
 		}
 		return nil
 	})
-	if err := f.env.Admin.Pool.QueryRow(ctx, `SELECT id::text, expires_at FROM mcp_tokens WHERE tenant_id = $1 AND token_hash = $2`,
-		tenantID, tokens.Hash(h.secret)).Scan(&h.tokenID, &h.expiresAt); err != nil {
+	if err := f.env.Admin.Pool.QueryRow(ctx, `SELECT id::text, expires_at, oauth_grant_id::text FROM mcp_tokens WHERE tenant_id = $1 AND token_hash = $2`,
+		tenantID, tokens.Hash(h.secret)).Scan(&h.tokenID, &h.expiresAt, &h.grantID); err != nil {
 		f.t.Fatal(err)
 	}
 	if tenantID == f.noOAuth {
@@ -378,7 +381,11 @@ func TestBearerRefusals(t *testing.T) {
 				if res.Principal != wantP {
 					t.Errorf("principal %+v, want %+v", res.Principal, wantP)
 				}
-				if want := h.tenantID + ":" + hex.EncodeToString(tokens.Hash(h.secret)); res.Digest != want || strings.Contains(res.Digest, h.secret) {
+				want := h.tenantID + ":" + hex.EncodeToString(tokens.Hash(h.secret))
+				if h.grantID != "" {
+					want = h.tenantID + ":grant:" + h.grantID // the grant's budget
+				}
+				if res.Digest != want || strings.Contains(res.Digest, h.secret) {
 					t.Errorf("digest %q, want %q", res.Digest, want)
 				}
 			}

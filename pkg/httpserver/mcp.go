@@ -111,8 +111,9 @@ func (s *Server) mcpPost(c echo.Context) error {
 			s.tel.Refused(r.Context(), res.Failure.Reason)
 			return s.unauthorized(c, res.Failure)
 		}
-		// 5. Per-token limit, keyed on tenant and token digest (once: the
-		// digest does not change between passes).
+		// 5. Per-token limit, keyed on tenant and token digest, or on the
+		// grant of an OAuth access token (authn.Result.Digest), once: the
+		// digest does not change between passes.
 		if pass == 1 {
 			if d := s.limit(c, "token:"+res.Digest, s.cfg.Limits.PerToken); !d.Allowed {
 				if pending != nil {
