@@ -52,13 +52,22 @@ var DefaultRegisterLimit = ratelimit.Rule{Limit: 20, Period: time.Hour}
 // DefaultTokenLimit bounds code and refresh exchanges per address.
 var DefaultTokenLimit = ratelimit.Rule{Limit: 60, Period: time.Minute}
 
+// discoveryCache is how long a tenant's discovery documents may be cached:
+// minutes, so that a tenant admin's switch is seen soon.
+const discoveryCache = "public, max-age=300"
+
 func (s *Server) issuer(slug string) string   { return s.cfg.PublicURL + "/t/" + slug }
 func (s *Server) resource(slug string) string { return s.cfg.PublicURL + "/t/" + slug + "/mcp" }
 func (s *Server) resourceMetadataURL(slug string) string {
 	return s.cfg.PublicURL + "/.well-known/oauth-protected-resource/t/" + slug + "/mcp"
 }
 
-const keyEndpointSlug = "mcp_endpoint_slug"
+const (
+	keyEndpointSlug = "mcp_endpoint_slug"
+	// keyEndpointTenant is the tenant of keyEndpointSlug once a refusal
+	// looked it up (resourceMetadataOf then need not again).
+	keyEndpointTenant = "mcp_endpoint_tenant"
+)
 
 // tenantMCPPost is POST /t/:slug/mcp: the same endpoint as POST /mcp, for
 // one tenant. Personal access tokens of that tenant work here too; OAuth
@@ -93,24 +102,69 @@ func (s *Server) authenticate(c echo.Context, ahead bool) (res authn.Result, p *
 	// Refused at a tenant endpoint: when no tenant has that slug, say so,
 	// and point to no metadata (there is none). Only refusals pay for
 	// this lookup; an accepted token's facts named the slug's tenant.
-	if _, err := s.cfg.DB.TenantIDBySlug(ctx, slug); codelotse.ErrorCode(err) == codelotse.NotFound {
+	tid, err := s.cfg.DB.TenantIDBySlug(ctx, slug)
+	if codelotse.ErrorCode(err) == codelotse.NotFound {
 		c.Set(keyEndpointSlug, "")
 		return authn.Result{Failure: &authn.Failure{Reason: "unknown_tenant"}}, nil, nil
 	} else if err != nil {
 		return authn.Result{}, nil, err
 	}
+	c.Set(keyEndpointTenant, tid)
 	return res, p, nil
 }
 
 // resourceMetadataOf is the resource_metadata of a 401 from the endpoint
 // that was called: only tenant endpoints have an authorization server, and
-// only while OAuth is enabled (complete discovery or none).
+// only while the operator enables OAuth and the tenant has not switched
+// OAuth clients off (complete discovery or none). Only a 401 pays for
+// reading the tenant's switch; an accepted request never asks. When the
+// switch cannot be read, the 401 names no metadata: a client is never
+// sent into a flow that may not finish.
 func (s *Server) resourceMetadataOf(c echo.Context) string {
 	slug, _ := c.Get(keyEndpointSlug).(string)
 	if slug == "" || !s.cfg.OAuth.Enabled {
 		return ""
 	}
+	ctx := c.Request().Context()
+	tid, _ := c.Get(keyEndpointTenant).(string)
+	if tid == "" {
+		var err error
+		if tid, err = s.cfg.DB.TenantIDBySlug(ctx, slug); err != nil {
+			if codelotse.ErrorCode(err) != codelotse.NotFound {
+				s.cfg.Logger.Warn("reading the tenant of a refused request failed", "err", err)
+			}
+			return ""
+		}
+	}
+	on, err := s.tenantOAuthOn(ctx, tid)
+	if err != nil {
+		s.cfg.Logger.Warn("reading the tenant's OAuth switch failed", "err", err)
+		return ""
+	}
+	if !on {
+		return ""
+	}
 	return s.resourceMetadataURL(slug)
+}
+
+// tenantOAuthOn reads the tenant admin's switch for OAuth clients.
+func (s *Server) tenantOAuthOn(ctx context.Context, tid string) (bool, error) {
+	var on bool
+	err := s.cfg.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		var err error
+		on, err = tx.OAuthEnabled(ctx)
+		return err
+	})
+	return on, err
+}
+
+// oauthSwitchedOff is the 404 of a tenant's discovery documents while the
+// tenant has switched OAuth clients off: complete discovery or none
+// (ARCHITECTURE §4).
+func oauthSwitchedOff(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusNotFound, map[string]string{"error": "not_found",
+		"error_description": "this organisation has switched OAuth clients off; use a personal access token in the Authorization header"})
 }
 
 // protectedResource is the root RFC 9728 document (/.well-known/
@@ -135,16 +189,22 @@ func (s *Server) tenantSlug(c echo.Context) (string, string, bool, error) {
 	return slug, tid, err == nil, err
 }
 
-// tenantProtectedResource is RFC 9728 metadata of /t/:slug/mcp.
+// tenantProtectedResource is RFC 9728 metadata of /t/:slug/mcp; absent
+// while the tenant has switched OAuth clients off.
 func (s *Server) tenantProtectedResource(c echo.Context) error {
-	slug, _, ok, err := s.tenantSlug(c)
+	slug, tid, ok, err := s.tenantSlug(c)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return c.JSON(http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "there is no such organisation"})
 	}
-	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
+	if on, err := s.tenantOAuthOn(c.Request().Context(), tid); err != nil {
+		return err
+	} else if !on {
+		return oauthSwitchedOff(c)
+	}
+	c.Response().Header().Set("Cache-Control", discoveryCache)
 	return c.JSON(http.StatusOK, map[string]any{
 		"resource":                 s.resource(slug),
 		"authorization_servers":    []string{s.issuer(slug)},
@@ -156,14 +216,20 @@ func (s *Server) tenantProtectedResource(c echo.Context) error {
 }
 
 // authServerMetadata is RFC 8414 metadata of the tenant's issuer, at the
-// path-inserted well-known URLs and the appended variants clients use.
+// path-inserted well-known URLs and the appended variants clients use;
+// absent, like the resource's, while the tenant has switched OAuth off.
 func (s *Server) authServerMetadata(c echo.Context) error {
-	slug, _, ok, err := s.tenantSlug(c)
+	slug, tid, ok, err := s.tenantSlug(c)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return c.JSON(http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "there is no such organisation"})
+	}
+	if on, err := s.tenantOAuthOn(c.Request().Context(), tid); err != nil {
+		return err
+	} else if !on {
+		return oauthSwitchedOff(c)
 	}
 	iss := s.issuer(slug)
 	m := map[string]any{
@@ -185,7 +251,7 @@ func (s *Server) authServerMetadata(c echo.Context) error {
 	if s.cfg.OAuth.DynamicRegistration {
 		m["registration_endpoint"] = iss + "/oauth/register"
 	}
-	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
+	c.Response().Header().Set("Cache-Control", discoveryCache)
 	return c.JSON(http.StatusOK, m)
 }
 
