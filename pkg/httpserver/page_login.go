@@ -244,9 +244,12 @@ func (s *Server) githubCallback(c echo.Context) error {
 		}
 		var repoIDs []int64
 		for _, r := range inst.Repos {
-			rid, err := s.cfg.Ingest.UpsertGitHubRepository(ctx, tx, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
-			if codelotse.ErrorCode(err) == codelotse.Invalid {
-				continue // a name that looks like a secret is not stored
+			rid, err := s.cfg.Ingest.UpsertGitHubRepository(ctx, tx, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private, false)
+			if c := codelotse.ErrorCode(err); c == codelotse.Invalid || c == codelotse.Conflict {
+				// A name that looks like a secret is not stored; a new
+				// repository whose name a stored one still holds waits for
+				// the installation sync (UpsertGitHubRepository).
+				continue
 			}
 			if err != nil {
 				return err

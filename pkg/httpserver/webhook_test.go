@@ -259,7 +259,7 @@ func TestWebhookEventsThatChangeWhatAgentsSee(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := srv.cfg.DB.InTenant(context.Background(), tid, func(tx *postgres.Tx) error {
-		_, err := tx.UpsertGitHubRepository(context.Background(), 77, "acme/api", "main", "", false)
+		_, err := tx.UpsertGitHubRepository(context.Background(), 77, "acme/api", "main", "", false, true)
 		return err
 	}); err != nil {
 		t.Fatal(err)

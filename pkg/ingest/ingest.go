@@ -311,12 +311,12 @@ func (in *Ingester) AddRepository(ctx context.Context, tx *postgres.Tx, nr postg
 
 // UpsertGitHubRepository stores a repository reported by GitHub (its URL
 // and default branch redacted), in tx.
-func (in *Ingester) UpsertGitHubRepository(ctx context.Context, tx *postgres.Tx, githubID int64, fullName, defaultBranch, url string, private bool) (int64, error) {
+func (in *Ingester) UpsertGitHubRepository(ctx context.Context, tx *postgres.Tx, githubID int64, fullName, defaultBranch, url string, private, settle bool) (int64, error) {
 	l, err := in.repository(ctx, tx, fullName, &defaultBranch, &url)
 	if err != nil {
 		return 0, err
 	}
-	id, err := tx.UpsertGitHubRepository(ctx, githubID, fullName, defaultBranch, url, private)
+	id, err := tx.UpsertGitHubRepository(ctx, githubID, fullName, defaultBranch, url, private, settle)
 	if err != nil {
 		return id, err
 	}

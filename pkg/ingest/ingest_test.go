@@ -254,7 +254,7 @@ func TestLearnedSecretsStayInTheirTenant(t *testing.T) {
 			return err
 		}},
 		{"UpsertGitHubRepository", func(tx *postgres.Tx, repo int64, text string) error {
-			_, err := in.UpsertGitHubRepository(ctx, tx, 4242, "acme/gh", "main", "https://example.test/"+strings.ReplaceAll(text, " ", "/"), true)
+			_, err := in.UpsertGitHubRepository(ctx, tx, 4242, "acme/gh", "main", "https://example.test/"+strings.ReplaceAll(text, " ", "/"), true, true)
 			return err
 		}},
 	}

@@ -49,11 +49,11 @@ func githubFixture(t *testing.T) (*pgtest.Env, *githubtest.Server, *jobs.Deps, s
 }
 
 // TestRepositoryRenamedToAFreedName: GitHub lets a repository take the name
-// of one deleted, or two swap names; the stored names then collide on the
+// of one deleted, or two swap names; the stored names then collided on the
 // unique name, which failed every installation sync, membership refresh
 // and sign-in for good. The installation sync removes the gone repository
-// first, and a row whose name another repository now has is moved aside
-// until the next installation sync names it.
+// first and moves a row whose name another repository now has aside; a
+// membership refresh keeps the stored names.
 func TestRepositoryRenamedToAFreedName(t *testing.T) {
 	env, gh, d, tid := githubFixture(t)
 	ctx := context.Background()
@@ -91,16 +91,15 @@ func TestRepositoryRenamedToAFreedName(t *testing.T) {
 	}
 	want("web-next renamed to the deleted web's name", map[string]int64{"acme-org/api": 4001, "acme-org/web": 4003})
 
-	// A swap seen first by a membership refresh, which never removes.
+	// A swap seen first by a membership refresh, whose read may be
+	// minutes old: it keeps the stored names; the installation sync
+	// settles them.
 	gh.RenameRepo(4001, "web")
 	gh.RenameRepo(4003, "api")
 	if err := d.RefreshMemberships(ctx, tid); err != nil {
 		t.Fatalf("membership refresh after a swap: %v", err)
 	}
-	got := names()
-	if got["acme-org/web"] != 4001 || len(got) != 2 {
-		t.Fatalf("after the swap's refresh: %v, want web as 4001 and the other moved aside or renamed", got)
-	}
+	want("the swap's refresh", map[string]int64{"acme-org/api": 4001, "acme-org/web": 4003})
 	if err := d.SyncInstallation(ctx, tid); err != nil {
 		t.Fatal(err)
 	}
@@ -341,5 +340,41 @@ func TestCodeScanningSwitchedOff(t *testing.T) {
 		if got := alerts(); !slices.Equal(got, step.want) {
 			t.Errorf("%s: alerts %v, want %v", step.name, got, step.want)
 		}
+	}
+}
+
+// TestStaleRefreshKeepsTheStoredNames: a membership refresh that read the
+// repositories before one was renamed and another took its name must not
+// write its stale names: the renamed row would hold the live repository's
+// name, and its next sync would read that repository's pull requests (by
+// name) into it. The refresh keeps the names the installation sync stored.
+func TestStaleRefreshKeepsTheStoredNames(t *testing.T) {
+	env, gh, d, tid := githubFixture(t)
+	ctx := context.Background()
+	addAPIRepository(t, gh, d, tid)
+	gh.AddUser(githubtest.User{ID: 1001, Login: "octocat"})
+	gh.SetMembership(1001, 2001, "active", "member")
+	gh.SetBasePermission(2001, "read")
+	hold := &holdFirst{base: gh.Client().Transport, path: "/collaborators", reached: make(chan struct{}), release: make(chan struct{})}
+	app, err := githubapp.NewApp(githubapp.AppConfig{AppID: gh.AppID, PrivateKeyPEM: gh.AppPrivateKeyPEM(), APIURL: gh.APIURL, HTTPClient: &http.Client{Transport: hold}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := &jobs.Deps{DB: env.App, GitHub: app, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ingest: ingest.New(secretscan.New())}
+	running := make(chan error, 1)
+	go func() { running <- slow.RefreshMemberships(ctx, tid) }()
+	<-hold.reached // it has read the repositories: 4001 is api
+	gh.RenameRepo(4001, "api-old")
+	gh.AddRepo(3001, githubtest.Repo{ID: 4002, Name: "api", Private: true})
+	if err := d.SyncInstallation(ctx, tid); err != nil { // the repository webhook's
+		t.Fatal(err)
+	}
+	close(hold.release)
+	if err := <-running; err != nil {
+		t.Fatalf("the stale refresh: %v", err)
+	}
+	got := env.AdminStrings(t, `SELECT full_name || '=' || github_id FROM repositories ORDER BY github_id`)
+	if !slices.Equal(got, []string{"acme-org/api-old=4001", "acme-org/api=4002"}) {
+		t.Errorf("after the stale refresh: %v, want acme-org/api-old=4001 and acme-org/api=4002", got)
 	}
 }

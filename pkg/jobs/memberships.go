@@ -84,10 +84,12 @@ func (d *Deps) RefreshMemberships(ctx context.Context, tid string) error {
 		// stored now, as sign-in does, so nobody's access waits for it.
 		ids := make(map[int64]int64, len(m.Repos))
 		for _, r := range m.Repos {
-			id, err := d.Ingest.UpsertGitHubRepository(ctx, tx, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
-			if codelotse.ErrorCode(err) == codelotse.Invalid {
+			id, err := d.Ingest.UpsertGitHubRepository(ctx, tx, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private, false)
+			if c := codelotse.ErrorCode(err); c == codelotse.Invalid || c == codelotse.Conflict {
 				// A name that looks like a secret is not stored (as in the
-				// installation sync); nobody is granted it.
+				// installation sync); a new repository whose name a stored
+				// one still holds waits for the installation sync. Nobody
+				// is granted either.
 				continue
 			}
 			if err != nil {

@@ -177,7 +177,7 @@ func (d *Deps) SyncInstallation(ctx context.Context, tid string) error {
 			return err
 		}
 		for _, r := range repos {
-			id, err := d.Ingest.UpsertGitHubRepository(ctx, tx, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private)
+			id, err := d.Ingest.UpsertGitHubRepository(ctx, tx, r.ID, r.FullName, r.DefaultBranch, r.URL, r.Private, true)
 			if codelotse.ErrorCode(err) == codelotse.Invalid {
 				// A name that looks like a secret is not stored; the
 				// other repositories still sync.

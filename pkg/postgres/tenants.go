@@ -158,20 +158,45 @@ func (tx *Tx) SetTenantGitHubAccount(ctx context.Context, accountID int64) (err 
 // UpsertGitHubRepository registers or updates a repository seen through
 // the GitHub App and returns its id.
 //
-// GitHub names a repository by one name at a time, so another GitHub
-// repository stored under this name has been renamed, deleted or moved
-// since it was stored (two repositories swapped names, or one took the
-// name of one deleted). That row is moved aside to a name of its own
-// (its name followed by .moved-<GitHub id>) rather than failing every sync and sign-in on the
-// unique name: the next installation sync gives it its new name or
-// removes it.
-func (tx *Tx) UpsertGitHubRepository(ctx context.Context, githubID int64, fullName, defaultBranch, url string, private bool) (_ int64, err error) {
+// settle is for the installation sync, which read the installation's
+// current list under its lock: it gives the repository its name, default
+// branch, URL and private flag, and first moves aside another GitHub
+// repository's row that holds the name (GitHub gives a name to one
+// repository at a time, so that row was renamed, deleted or moved since
+// it was stored; the same sync renames or removes it) to
+// <name>.moved-<its GitHub id>.
+//
+// Without settle (a membership refresh, a sign-in), a repository already
+// stored is returned as it is, and only a new one is stored; a new one
+// whose name another GitHub repository's row holds is refused with
+// codelotse.Conflict (the installation sync adds it). Their reads can be
+// minutes old: a refresh that renamed on a stale read gave a live
+// repository's name to another row, whose sync then read that
+// repository's pull requests by name and stored them there.
+func (tx *Tx) UpsertGitHubRepository(ctx context.Context, githubID int64, fullName, defaultBranch, url string, private, settle bool) (_ int64, err error) {
 	defer wrap(&err, "postgres.UpsertGitHubRepository")
 	tenantID := tx.tenantID
-	if _, err := tx.q.Exec(ctx, `UPDATE repositories SET full_name = full_name || '.moved-' || github_id
-		WHERE tenant_id = $1 AND name_key = lower($3) AND github_id IS NOT NULL AND github_id <> $2`,
-		tenantID, githubID, fullName); err != nil {
-		return 0, err
+	if settle {
+		if _, err := tx.q.Exec(ctx, `UPDATE repositories SET full_name = full_name || '.moved-' || github_id
+			WHERE tenant_id = $1 AND name_key = lower($3) AND github_id IS NOT NULL AND github_id <> $2`,
+			tenantID, githubID, fullName); err != nil {
+			return 0, err
+		}
+	} else {
+		var taken bool
+		var own *int64
+		if err := tx.q.QueryRow(ctx, `SELECT
+				EXISTS (SELECT 1 FROM repositories WHERE tenant_id = $1 AND name_key = lower($3) AND github_id IS NOT NULL AND github_id <> $2),
+				(SELECT id FROM repositories WHERE tenant_id = $1 AND github_id = $2)`,
+			tenantID, githubID, fullName).Scan(&taken, &own); err != nil {
+			return 0, err
+		}
+		if own != nil {
+			return *own, nil
+		}
+		if taken {
+			return 0, codelotse.Errorf(codelotse.Conflict, "another repository is stored as %s until the next installation sync", fullName)
+		}
 	}
 	var id int64
 	err = tx.q.QueryRow(ctx, `UPDATE repositories SET github_id = $2, full_name = $3, default_branch = coalesce(nullif($4, ''), default_branch),
