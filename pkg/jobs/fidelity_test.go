@@ -26,8 +26,7 @@ import (
 )
 
 // githubFixture is a tenant bound to installation 3001 of organization
-// acme-org on a fake GitHub, and Deps whose jobs' follow-up jobs are
-// collected instead of enqueued.
+// acme-org on a fake GitHub, and its githubDeps.
 func githubFixture(t *testing.T) (*pgtest.Env, *githubtest.Server, *jobs.Deps, string) {
 	t.Helper()
 	env := pgtest.New(t)
@@ -39,13 +38,23 @@ func githubFixture(t *testing.T) (*pgtest.Env, *githubtest.Server, *jobs.Deps, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := githubapp.NewApp(githubapp.AppConfig{AppID: gh.AppID, PrivateKeyPEM: gh.AppPrivateKeyPEM(), APIURL: gh.APIURL})
+	return env, gh, githubDeps(t, env, gh, nil), tn.ID
+}
+
+// githubDeps are Deps on the fake GitHub, through transport when it is not
+// nil, whose jobs' follow-up jobs are dropped instead of enqueued.
+func githubDeps(t *testing.T, env *pgtest.Env, gh *githubtest.Server, transport http.RoundTripper) *jobs.Deps {
+	t.Helper()
+	cfg := githubapp.AppConfig{AppID: gh.AppID, PrivateKeyPEM: gh.AppPrivateKeyPEM(), APIURL: gh.APIURL}
+	if transport != nil {
+		cfg.HTTPClient = &http.Client{Transport: transport}
+	}
+	app, err := githubapp.NewApp(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &jobs.Deps{DB: env.App, GitHub: app, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	return &jobs.Deps{DB: env.App, GitHub: app, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Ingest: ingest.New(secretscan.New()), ClosedWindow: 30 * 24 * time.Hour, Enqueue: func(context.Context, river.JobArgs) error { return nil }}
-	return env, gh, d, tn.ID
 }
 
 // TestRepositoryRenamedToAFreedName: GitHub lets a repository take the name
@@ -198,6 +207,10 @@ type holdFirst struct {
 	reached, release chan struct{}
 }
 
+func newHoldFirst(gh *githubtest.Server, path string) *holdFirst {
+	return &holdFirst{base: gh.Client().Transport, path: path, reached: make(chan struct{}), release: make(chan struct{})}
+}
+
 func (h *holdFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 	if strings.Contains(r.URL.Path, h.path) {
 		h.once.Do(func() {
@@ -238,12 +251,8 @@ func TestRemovalDuringARefreshIsNotUndone(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	hold := &holdFirst{base: gh.Client().Transport, path: "/collaborators", reached: make(chan struct{}), release: make(chan struct{})}
-	app, err := githubapp.NewApp(githubapp.AppConfig{AppID: gh.AppID, PrivateKeyPEM: gh.AppPrivateKeyPEM(), APIURL: gh.APIURL, HTTPClient: &http.Client{Transport: hold}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &jobs.Deps{DB: env.App, GitHub: app, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ingest: ingest.New(secretscan.New())}
+	hold := newHoldFirst(gh, "/collaborators")
+	d := githubDeps(t, env, gh, hold)
 	fresh := func(id int64) string {
 		t.Helper()
 		return strings.Join(env.AdminStrings(t, `SELECT (m.refreshed_at > now() - interval '1 hour')::text || ' repos=' ||
@@ -355,12 +364,8 @@ func TestStaleRefreshKeepsTheStoredNames(t *testing.T) {
 	gh.AddUser(githubtest.User{ID: 1001, Login: "octocat"})
 	gh.SetMembership(1001, 2001, "active", "member")
 	gh.SetBasePermission(2001, "read")
-	hold := &holdFirst{base: gh.Client().Transport, path: "/collaborators", reached: make(chan struct{}), release: make(chan struct{})}
-	app, err := githubapp.NewApp(githubapp.AppConfig{AppID: gh.AppID, PrivateKeyPEM: gh.AppPrivateKeyPEM(), APIURL: gh.APIURL, HTTPClient: &http.Client{Transport: hold}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow := &jobs.Deps{DB: env.App, GitHub: app, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ingest: ingest.New(secretscan.New())}
+	hold := newHoldFirst(gh, "/collaborators")
+	slow := githubDeps(t, env, gh, hold)
 	running := make(chan error, 1)
 	go func() { running <- slow.RefreshMemberships(ctx, tid) }()
 	<-hold.reached // it has read the repositories: 4001 is api

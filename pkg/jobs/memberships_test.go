@@ -2,18 +2,12 @@ package jobs_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/codelotse/codelotse/pkg/githubapp"
 	"github.com/codelotse/codelotse/pkg/githubapp/githubtest"
-	"github.com/codelotse/codelotse/pkg/ingest"
-	"github.com/codelotse/codelotse/pkg/jobs"
 	"github.com/codelotse/codelotse/pkg/postgres"
 	"github.com/codelotse/codelotse/pkg/postgres/pgtest"
-	"github.com/codelotse/codelotse/pkg/secretscan"
 )
 
 // TestRefreshMemberships: the refresh keeps an aged member fresh with the
@@ -58,11 +52,7 @@ func TestRefreshMemberships(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	app, err := githubapp.NewApp(githubapp.AppConfig{AppID: gh.AppID, PrivateKeyPEM: gh.AppPrivateKeyPEM(), APIURL: gh.APIURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &jobs.Deps{DB: env.App, GitHub: app, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ingest: ingest.New(secretscan.New())}
+	d := githubDeps(t, env, gh, nil)
 	if err := d.RefreshMemberships(ctx, tn.ID); err != nil {
 		t.Fatal(err)
 	}
