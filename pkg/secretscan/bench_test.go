@@ -1,7 +1,9 @@
 package secretscan
 
 import (
+	"encoding/base64"
 	"html"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +66,20 @@ func BenchmarkRedact32KiBNoSecrets(b *testing.B) {
 func BenchmarkRedact32KiBEscaped(b *testing.B) {
 	r := New()
 	s := html.EscapeString(benchText(b))
+	b.SetBytes(int64(len(s)))
+	runTimed(b, func() { r.Redact(s) })
+}
+
+// BenchmarkRedact32KiBEncoded is BenchmarkRedact32KiB's text with every
+// line base64-encoded, the worst case of encoded.go: every run decodes to
+// printable text, so the rules read the text and its decoded copy.
+func BenchmarkRedact32KiBEncoded(b *testing.B) {
+	r := New()
+	lines := strings.Split(benchText(b), "\n")
+	for i, l := range lines {
+		lines[i] = base64.StdEncoding.EncodeToString([]byte(l))
+	}
+	s := strings.Join(lines, "\n")
 	b.SetBytes(int64(len(s)))
 	runTimed(b, func() { r.Redact(s) })
 }

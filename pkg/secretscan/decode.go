@@ -17,9 +17,11 @@ import (
 //   - \uXXXX escapes (Go's JSON encoder writes < > & so);
 //   - a quote after two or more backslashes (JSON inside JSON: \\\"); one
 //     backslash is read by the relaxed variants already (unescapeQuotes);
-//   - %XX of the characters that URL encoding hides an assignment with
-//     (space, quotes, = : & , ; < > / @ + # ?), and + next to one as a
-//     space;
+//   - %XX of ASCII (a value percent-encoded whole, or the
+//     characters URL encoding hides an assignment with), and + next to an
+//     escape of space, quotes, = : & , ; < > @ # ? as a space;
+//   - \xXX, \NNN (octal) and \UXXXXXXXX escapes of ASCII characters, as
+//     C, Python, shell and Go string literals write bytes;
 //   - Unicode spaces (no-break, thin, ideographic …) and typographic quotes
 //     as their ASCII forms, and zero-width characters and soft hyphens
 //     dropped, so that they neither hide an assignment nor split a token;
@@ -115,10 +117,11 @@ func (c *candidates) next(i int) int {
 	return best
 }
 
-// urlEscaped are the characters whose %XX decodeEscapes undoes.
+// urlEscaped are the characters URL encoding hides an assignment with; a
+// + next to an escape of one of them is a space (spaceEscapeAt).
 const urlEscaped = ` "'=:&,;<>/@+#?`
 
-// hasURLEscape reports whether s holds a %XX of urlEscaped.
+// hasURLEscape reports whether s holds a %XX of ASCII.
 func hasURLEscape(s string) bool {
 	for at := 0; ; {
 		k := strings.IndexByte(s[at:], '%')
@@ -126,11 +129,16 @@ func hasURLEscape(s string) bool {
 			return false
 		}
 		at += k + 1
-		if c, ok := urlByte(s, at-1); ok && strings.IndexByte(urlEscaped, c) >= 0 {
+		if c, ok := urlByte(s, at-1); ok && urlDecoded(c) {
 			return true
 		}
 	}
 }
+
+// urlDecoded reports whether decodeEscapes undoes a %XX of c: ASCII
+// (control characters too: a netrc entry's whitespace may be any). A secret percent-encoded whole (%67%68%70%5F…) is no less a
+// secret, and gitleaks' own decoder reads it.
+func urlDecoded(c byte) bool { return c < utf8.RuneSelf }
 
 // urlByte decodes %XX at s[i].
 func urlByte(s string, i int) (byte, bool) {
@@ -199,6 +207,9 @@ func escapeAt(s string, i int, pct bool) (out, n int) {
 			}
 			return 0, 0
 		}
+		if out, n := byteEscapeAt(s, i); n > 0 {
+			return out, n
+		}
 		k := i
 		for k < len(s) && s[k] == '\\' {
 			k++
@@ -209,15 +220,15 @@ func escapeAt(s string, i int, pct bool) (out, n int) {
 		if k-i == 1 {
 			return 0, 0 // one backslash, not of a \u escape
 		}
-		if k < len(s) && s[k] == 'u' {
+		if _, n := byteEscapeAt(s, k-1); n > 0 || (k < len(s) && s[k] == 'u') {
 			// JSON in JSON with \u0022 quotes (.NET's encoder, PHP's
-			// JSON_HEX_QUOT): the run's last backslash starts a \u
-			// escape, so it is visited.
+			// JSON_HEX_QUOT), a \x escape in a string inside JSON: the
+			// run's last backslash starts an escape, so it is visited.
 			return 0, -(k - i - 2)
 		}
 		return 0, -(k - i - 1)
 	case c == '%' && pct:
-		if v, ok := urlByte(s, i); ok && strings.IndexByte(urlEscaped, v) >= 0 {
+		if v, ok := urlByte(s, i); ok && urlDecoded(v) {
 			return int(v), 3
 		}
 	case c == '+' && pct:
@@ -251,3 +262,25 @@ func codePoint(v uint64, err error) (int, bool) {
 	a, ok := runeASCII[rune(v)]
 	return a, ok
 }
+
+// byteEscapeAt decodes \xXX, \NNN (octal, at most \177) and \UXXXXXXXX
+// of an ASCII character at s[i] (a backslash): the character and the
+// escape's length, or n == 0.
+func byteEscapeAt(s string, i int) (out, n int) {
+	switch {
+	case i+4 <= len(s) && s[i+1] == 'x':
+		if v, err := strconv.ParseUint(s[i+2:i+4], 16, 8); err == nil && v < utf8.RuneSelf {
+			return int(v), 4
+		}
+	case i+10 <= len(s) && s[i+1] == 'U':
+		v, err := strconv.ParseUint(s[i+2:i+10], 16, 32)
+		if out, ok := codePoint(v, err); ok {
+			return out, 10
+		}
+	case i+4 <= len(s) && s[i+1] >= '0' && s[i+1] <= '1' && isOctal(s[i+2]) && isOctal(s[i+3]):
+		return int(s[i+1]-'0')<<6 | int(s[i+2]-'0')<<3 | int(s[i+3]-'0'), 4
+	}
+	return 0, 0
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }

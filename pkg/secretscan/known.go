@@ -259,7 +259,8 @@ func (k *Known) has(n int) bool { return n >= k.minLen && n <= k.maxLen && k.len
 
 // escapeLen is the length of the escape letters at the start of the run
 // s[i:j] that an escape character before it introduces: 1 for \n \t \r \b
-// \f \v, 5 for \uXXXX, 3 for \xXX, 2 for %XX; 0 for none.
+// \f \v, 5 for \uXXXX, 9 for \UXXXXXXXX, 3 for \xXX and \NNN (octal), 2
+// for %XX; 0 for none.
 func escapeLen(s string, i, j int) int {
 	hex := func(from, n int) bool {
 		if from+n > j {
@@ -283,6 +284,14 @@ func escapeLen(s string, i, j int) int {
 			}
 		case 'x':
 			if hex(i+1, 2) {
+				return 3
+			}
+		case 'U':
+			if hex(i+1, 8) {
+				return 9
+			}
+		case '0', '1', '2', '3':
+			if i+3 <= j && isOctal(s[i+1]) && isOctal(s[i+2]) {
 				return 3
 			}
 		}

@@ -327,7 +327,8 @@ func TestCredentialsInURLsAndAuthorization(t *testing.T) {
 }
 
 // TestKnownAfterEscapes: a known value right after an escape sequence (a
-// JSON or string-literal \n or \t or \u0022, a URL's %3D) shared its run
+// JSON or string-literal \n or \t or \u0022, an octal or \U escape, a
+// URL's %3D) shared its run
 // with the escape's letters and was shown bare.
 func TestKnownAfterEscapes(t *testing.T) {
 	const v = "Vb7Nq3Xz9Lk2Wm5Rt"
@@ -341,6 +342,8 @@ func TestKnownAfterEscapes(t *testing.T) {
 		`"tab": "\t` + v + `"`,
 		`"quoted": "\u0022` + v + `\u0022"`,
 		`"hex": "\x41` + v + `"`,
+		`"octal": "\101` + v + `"`,
+		`"wide": "\U0001F600` + v + `"`,
 		"https://sso.acme.test/cb?next=%2Flogin%3Fpw%3D" + v + "%26a%3D1",
 	} {
 		if out, _ := k.Redact(in); strings.Contains(out, v) {

@@ -148,6 +148,7 @@ func (c *call) lineEndAfter(p, n int) int {
 func (rs *ruleset) find(s string, sc *scratch) []span {
 	spans := rs.findRules(s, sc)
 	n := len(spans)
+	text, base := s, (*encodedCopy)(nil)
 	if d, off, ok := decodeEscapes(s); ok {
 		// Escapes and encodings hide a secret's context or split it
 		// (data-config="{&quot;apiKey&quot;: &quot;…&quot;}",
@@ -158,6 +159,21 @@ func (rs *ruleset) find(s string, sc *scratch) []span {
 		for _, sp := range rs.findRules(d, sc) {
 			sp.start, sp.end = int(off[sp.start]), int(off[sp.end])
 			spans = append(spans, sp)
+		}
+		text, base = d, escapesCopy(d, off)
+	}
+	if c, ok := decodeEncoded(text, base); ok {
+		// Values encoded as base64 or hex (encoded.go): what the rules
+		// find in their decoded text replaces the whole encoded run.
+		if len(spans) == n {
+			spans = slices.Clone(spans)
+		}
+		for _, sp := range rs.findRules(c.s, sc) {
+			start, end, touches := c.span(sp.start, sp.end)
+			if touches {
+				sp.start, sp.end = start, end
+				spans = append(spans, sp)
+			}
 		}
 	}
 	if rs.manifest >= 0 {

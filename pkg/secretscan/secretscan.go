@@ -24,6 +24,10 @@
 //   - keyword-context rules such as generic-api-key also accept '&' and '<'
 //     after the secret (URL queries, XML), and read \" as a quote (escaped
 //     JSON inside a string);
+//   - escaped text (HTML references, \u, \x, octal and percent escapes) is
+//     also read decoded (decode.go), and base64 and hex values are decoded
+//     as gitleaks' command line does by default; a secret inside one
+//     replaces the whole encoded value (encoded.go);
 //   - private key blocks without an END line (excerpts) are redacted;
 //   - every other occurrence in the string of a secret found once is
 //     redacted too (for generic-api-key only if it does not read like an
