@@ -112,7 +112,8 @@ func decodeEncoded(s string, base *encodedCopy) (*encodedCopy, bool) {
 // tried there already).
 func decodeRuns(text string, prev *encodedCopy, onlyDecoded bool, buf *[]byte) (*encodedCopy, bool) {
 	var c *encodedCopy
-	done := 0 // text[:done] is in c
+	done := 0  // text[:done] is in c
+	tried := 0 // text[:tried] was read as a wrapped block that did not decode
 	for i := 0; i < len(text); {
 		if !encodedByte[text[i]] {
 			i++
@@ -134,9 +135,23 @@ func decodeRuns(text string, prev *encodedCopy, onlyDecoded bool, buf *[]byte) (
 		// A run glued to a word on its left (key_ZGF0YQ…) starts mid-word;
 		// gitleaks reads the run whole too, so neither finds such a value
 		// unless it happens to align.
-		d := decodeRun(text[start:run], buf)
+		var d []byte
+		if start >= tried {
+			if whole, end, ok := wrappedRun(text, start, j); ok {
+				if d = decodeRun(whole, buf); d != nil {
+					run = end
+				} else {
+					// Its lines are read alone below, but none of them
+					// starts a block again: that would be quadratic
+					// in the block's length.
+					tried = end
+				}
+			}
+		}
 		if d == nil {
-			continue
+			if d = decodeRun(text[start:run], buf); d == nil {
+				continue
+			}
 		}
 		if c == nil {
 			c = &encodedCopy{
@@ -157,6 +172,63 @@ func decodeRuns(text string, prev *encodedCopy, onlyDecoded bool, buf *[]byte) (
 	c.appendPlain(text, done, len(text), prev)
 	c.s, c.b = string(c.b), nil
 	return c, true
+}
+
+// minWrapWidth is the narrowest line width read as wrapped base64: the
+// base64 command wraps at 76 columns, PEM and OpenSSL at 64.
+const minWrapWidth = 40
+
+// wrappedRun reads a run text[start:end] that fills a wrapped line (a
+// multiple of 4 bytes, at least minWrapWidth, at the line's end) together
+// with the lines that continue it: the same width, after the same
+// indentation, the last one shorter and maybe padded. It returns the runs
+// joined and where the last one ends; false when text[start:end] is not
+// the first line of such a block. gitleaks reads each line alone, which
+// splits a secret wherever the encoder broke the line.
+func wrappedRun(text string, start, end int) (string, int, bool) {
+	width := end - start
+	if width < minWrapWidth || width%4 != 0 {
+		return "", 0, false
+	}
+	var joined []byte
+	last := end
+	for at := end; ; {
+		k := at
+		if k < len(text) && text[k] == '\r' {
+			k++
+		}
+		if k >= len(text) || text[k] != '\n' {
+			break
+		}
+		k++
+		for k < len(text) && (text[k] == ' ' || text[k] == '\t') {
+			k++
+		}
+		e := k
+		for e < len(text) && e-k < width && encodedByte[text[e]] {
+			e++
+		}
+		n := e - k
+		if n == 0 || (e < len(text) && encodedByte[text[e]]) {
+			break // an empty line, or a longer one: not this block
+		}
+		for p := 0; p < 2 && e < len(text) && text[e] == '='; p++ {
+			e++
+		}
+		if joined == nil {
+			joined = append(make([]byte, 0, 4*width), text[start:end]...)
+		}
+		joined = append(joined, text[k:e]...)
+		last = e
+		if n < width || e > k+n {
+			break // the short (or padded) last line
+		}
+		at = e
+	}
+	if joined == nil {
+		return "", 0, false
+	}
+	return string(joined), last, true
 }
 
 // appendPlain copies text[a:b] unchanged.

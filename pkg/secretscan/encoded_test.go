@@ -30,10 +30,26 @@ var encodings = []struct {
 	{"hex-of-base64", func(s string) string {
 		return hex.EncodeToString([]byte(base64.StdEncoding.EncodeToString([]byte(s))))
 	}},
+	// The base64 command wraps its output at 76 columns, PEM at 64, and a
+	// YAML block scalar indents every line.
+	{"base64-wrapped", func(s string) string { return wrap(base64.StdEncoding.EncodeToString([]byte(s)), 76, "\n") }},
+	{"base64-indented", func(s string) string {
+		return wrap(base64.StdEncoding.EncodeToString([]byte(s)), 64, "\r\n    ")
+	}},
 	{"percent", eachByte("%%%02X")},
 	{"backslash-x", eachByte(`\x%02x`)},
 	{"octal", eachByte(`\%03o`)},
 	{"backslash-U", eachByte(`\U%08x`)},
+}
+
+// wrap breaks s into lines of n bytes joined by sep.
+func wrap(s string, n int, sep string) string {
+	var lines []string
+	for len(s) > n {
+		lines = append(lines, s[:n])
+		s = s[n:]
+	}
+	return strings.Join(append(lines, s), sep)
 }
 
 // eachByte encodes every byte of a string with format.
@@ -115,11 +131,15 @@ func TestRedactEncodedSecrets(t *testing.T) {
 
 // gitleaksDecodes reports whether gitleaks' decoding scan reports a secret
 // in in; for the encodings it does not decode, whether it reports one in
-// the same text decoded by hand (the test's own decoder).
+// the same text decoded by hand (the test's own decoder) or unwrapped.
 func gitleaksDecodes(d *detect.Detector, in, encoding string) bool {
 	switch encoding {
 	case "backslash-x", "octal", "backslash-U":
 		in = decodeBackslashesForTest(in)
+	case "base64-wrapped", "base64-indented":
+		// gitleaks reads each line alone; the reference is the value
+		// on one line.
+		in = strings.NewReplacer("\r\n    ", "", "\n", "").Replace(in)
 	}
 	return len(d.DetectString(in)) > 0
 }
@@ -205,5 +225,26 @@ func TestFindEncodedLearnsTheEncodedValue(t *testing.T) {
 	}
 	if !learnt {
 		t.Fatalf("the encoded value is not among %d findings", len(found))
+	}
+}
+
+// TestRedactWrappedBlocks: a wrapped block of binary (an image, key
+// material) is skipped whole, and a wrapped secret after it is still found;
+// two blocks of different widths are read apart.
+func TestRedactWrappedBlocks(t *testing.T) {
+	bin := make([]byte, 40000)
+	for i := range bin {
+		bin[i] = byte(i*7919>>3) | 0x80
+	}
+	token := "ghp_" + strings.Repeat("Q1w2E3r4T5", 3) + "y6U7i8"
+	secret := wrap(base64.StdEncoding.EncodeToString([]byte("export GITHUB_TOKEN="+token+"\n# rotated monthly by the platform team\n")), 64, "\n")
+	image := wrap(base64.StdEncoding.EncodeToString(bin), 76, "\n")
+	in := "image: |\n" + image + "\nconfig: |\n" + secret + "\nend\n"
+	out, counts := New().Redact(in)
+	if counts["github-pat"] != 1 || strings.Contains(out, secret[:64]) {
+		t.Errorf("wrapped secret after a binary block: %v", counts)
+	}
+	if !strings.Contains(out, image) || !strings.HasSuffix(out, "config: |\n[REDACTED:github-pat]\nend\n") {
+		t.Errorf("the binary block or the text around the secret changed: ...%q", out[max(0, len(out)-200):])
 	}
 }
