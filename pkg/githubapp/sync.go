@@ -174,6 +174,33 @@ func (c *InstallationClient) PullRequests(ctx context.Context, fullName string, 
 	return prs, nil
 }
 
+// PullRequest reads one pull request (GET /repos/{owner}/{repo}/pulls/{n}),
+// for one the listings may have missed: an open listing is paged, and a
+// pull request closing between two pages shifts the next page's first
+// one out of both. A pull request that is gone answers NotFound.
+func (c *InstallationClient) PullRequest(ctx context.Context, fullName string, number int) (PullRequest, error) {
+	path, err := c.pullPath(fullName, number, "")
+	if err != nil {
+		return PullRequest{}, err
+	}
+	path = strings.TrimSuffix(path, "/")
+	op := "GET /" + path
+	var raw github.PullRequest
+	if err := c.app.getJSON(ctx, &request{
+		op:    op,
+		url:   c.app.endpoint(path, nil),
+		cred:  c,
+		limit: &c.st.limit,
+	}, &raw); err != nil {
+		return PullRequest{}, err
+	}
+	pr := pullRequest(&raw)
+	if pr.Number != number {
+		return PullRequest{}, incomplete(op, "the answer is another pull request")
+	}
+	return pr, nil
+}
+
 func pullRequest(pr *github.PullRequest) PullRequest {
 	state := pr.GetState()
 	if state == "closed" && pr.MergedAt != nil {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/codelotse/codelotse/pkg/codeindex"
 	"github.com/codelotse/codelotse/pkg/codelotse"
 	"github.com/codelotse/codelotse/pkg/githubapp"
 	"github.com/codelotse/codelotse/pkg/githubapp/githubtest"
@@ -319,6 +321,15 @@ func TestPullSyncReadsAClosedPullRequest(t *testing.T) {
 	if got := status(); !slices.Equal(got, []string{"resolved"}) {
 		t.Errorf("after a sync asked for pull request 7: %v, want resolved", got)
 	}
+	// Closed before the closed listing's window: the sync reads it alone.
+	gh.ResolveThread(4001, 7, 601, false)
+	d.ClosedWindow = -time.Hour // the closed listing stops at once
+	if err := d.SyncRepository(ctx, jobs.SyncRepositoryArgs{TenantID: tid, RepositoryID: repoID, Pull: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(); !slices.Equal(got, []string{"open"}) {
+		t.Errorf("after a sync asked for pull request 7, closed before the window: %v, want open", got)
+	}
 }
 
 // TestCodeScanningSwitchedOff: when GitHub stops answering for a
@@ -381,5 +392,94 @@ func TestStaleRefreshKeepsTheStoredNames(t *testing.T) {
 	got := env.AdminStrings(t, `SELECT full_name || '=' || github_id FROM repositories ORDER BY github_id`)
 	if !slices.Equal(got, []string{"acme-org/api-old=4001", "acme-org/api=4002"}) {
 		t.Errorf("after the stale refresh: %v, want acme-org/api-old=4001 and acme-org/api=4002", got)
+	}
+}
+
+// closeOnPage is a transport that closes a pull request on the fake GitHub
+// just before the open listing's second page is read: the listing's later
+// pull requests move up a place, and the first of the second page is on
+// neither page.
+type closeOnPage struct {
+	gh     *githubtest.Server
+	number int
+	once   sync.Once
+}
+
+func (c *closeOnPage) RoundTrip(r *http.Request) (*http.Response, error) {
+	if q := r.URL.Query(); strings.HasSuffix(r.URL.Path, "/pulls") && q.Get("state") == "open" && q.Get("page") == "2" {
+		c.once.Do(func() { c.gh.ClosePullRequest(4001, c.number, false) })
+	}
+	return c.gh.Client().Transport.RoundTrip(r)
+}
+
+// TestPullRequestShiftedOutOfTheListing: a pull request closing while the
+// open pull requests are listed page by page shifts another one out of
+// the listing. The sync reads the one it has an overlay for alone and
+// keeps its overlay, instead of dropping it and reading it whole again at
+// the next sync; an overlay of a pull request that did close (read alone
+// too, when it closed before the closed listing's window) goes.
+func TestPullRequestShiftedOutOfTheListing(t *testing.T) {
+	env, gh, d, tid := githubFixture(t)
+	ctx := context.Background()
+	gh.SetMaxPerPage(2)
+	addAPIRepository(t, gh, d, tid)
+	base := strings.Repeat("a", 40)
+	gh.SetRepoFiles(4001, base, map[string]string{"main.go": "package main\n"})
+	gh.SetBranchHead(4001, "main", base)
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for n := 1; n <= 3; n++ {
+		head := strings.Repeat(strconv.Itoa(n), 40)
+		gh.SetRepoFiles(4001, head, map[string]string{"main.go": fmt.Sprintf("package main\n\n// change %d\n", n)})
+		gh.AddPullRequest(4001, githubtest.PullRequest{Number: n, Title: fmt.Sprint("Change ", n), Author: "octocat",
+			HeadSHA: head, CreatedAt: t0.Add(time.Duration(n) * time.Hour)})
+	}
+	var repoID int64
+	if err := env.App.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		r, err := tx.RepositoryByName(ctx, "acme-org/api")
+		if err != nil {
+			return err
+		}
+		repoID = r.ID
+		_, err = d.Ingest.Index(ctx, tx, r.ID, codeindex.Snapshot{Commit: base, Files: []codeindex.File{
+			{Path: "main.go", Lines: []string{"package main"}}}}, postgres.Actor{Label: "test"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	overlays := func() []string {
+		return env.AdminStrings(t, `SELECT number::text FROM pull_code_heads WHERE repository_id = $1 ORDER BY number`, repoID)
+	}
+	syncRepository(t, env, d, tid, "acme-org/api")
+	if got := overlays(); !slices.Equal(got, []string{"1", "2", "3"}) {
+		t.Fatalf("after the first sync: overlays of %v", got)
+	}
+
+	// Newest first, two a page: #3 #2 | #1. #3 closes before page 2 is
+	// read, so page 2 (from the third open one) is empty and #1 is on
+	// neither page.
+	shifting := githubDeps(t, env, gh, &closeOnPage{gh: gh, number: 3})
+	if err := shifting.SyncRepository(ctx, jobs.SyncRepositoryArgs{TenantID: tid, RepositoryID: repoID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := overlays(); !slices.Equal(got, []string{"1", "2"}) {
+		t.Errorf("after #3 closed during the listing: overlays of %v, want 1 and 2", got)
+	}
+	read := 0
+	for _, r := range gh.Requests() {
+		if strings.HasSuffix(r, "/pulls/1") {
+			read++
+		}
+	}
+	if read != 1 {
+		t.Errorf("#1 read alone %d times, want once", read)
+	}
+
+	// #2 closed long before the closed listing's window: read alone, it
+	// is closed, and its overlay goes.
+	gh.ClosePullRequest(4001, 2, true)
+	d.ClosedWindow = -time.Hour // the closed listing stops at once
+	syncRepository(t, env, d, tid, "acme-org/api")
+	if got := overlays(); !slices.Equal(got, []string{"1"}) {
+		t.Errorf("after #2 closed outside the window: overlays of %v, want 1", got)
 	}
 }

@@ -19,16 +19,8 @@ import (
 // overlay on the base index through pkg/ingest; the overlays of pull
 // requests that are no longer open are dropped. A repository without a
 // base index has nothing to overlay yet: the index job syncs it again
-// once it has one.
-func (d *Deps) indexPullHeads(ctx context.Context, tid string, inst *githubapp.InstallationClient, repo codelotse.Repository, prs []githubapp.PullRequest) error {
-	var heads map[int]postgres.PullCodeHead
-	if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
-		var err error
-		heads, err = tx.PullCodeHeads(ctx, repo.ID)
-		return err
-	}); err != nil {
-		return err
-	}
+// once it has one. heads are the stored overlays' heads.
+func (d *Deps) indexPullHeads(ctx context.Context, tid string, inst *githubapp.InstallationClient, repo codelotse.Repository, prs []githubapp.PullRequest, heads map[int]postgres.PullCodeHead) error {
 	var open []int
 	for _, pr := range prs {
 		if pr.State != "open" || pr.HeadSHA == "" || repo.IndexedCommit == "" {

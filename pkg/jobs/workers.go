@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -237,6 +238,55 @@ func enqueueEach(ctx context.Context, list func(context.Context) ([]string, erro
 	return nil
 }
 
+// unlistedPulls adds to the listed pull requests the ones the listings did
+// not show although this sync must know their state: those with a code
+// overlay, and args.Pull. The open listing is paged, so a pull request
+// closing between two pages shifts the next page's first one out of it;
+// taken as closed, its overlay would be dropped and read again whole at
+// the next sync. A pull request a webhook names may have closed before
+// the closed listing's window. Each is read alone (one request, rare);
+// one that is gone stays out, and its overlay is dropped. It also returns
+// the overlays' heads, for indexPullHeads.
+func (d *Deps) unlistedPulls(ctx context.Context, tid string, inst *githubapp.InstallationClient, repo codelotse.Repository, prs []githubapp.PullRequest, pull int) ([]githubapp.PullRequest, map[int]postgres.PullCodeHead, error) {
+	listed := make(map[int]bool, len(prs))
+	for _, pr := range prs {
+		listed[pr.Number] = true
+	}
+	var heads map[int]postgres.PullCodeHead
+	if err := d.DB.InTenant(ctx, tid, func(tx *postgres.Tx) error {
+		var err error
+		heads, err = tx.PullCodeHeads(ctx, repo.ID)
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+	var missing []int
+	for n := range heads {
+		if !listed[n] {
+			missing = append(missing, n)
+		}
+	}
+	if _, has := heads[pull]; pull > 0 && !listed[pull] && !has {
+		missing = append(missing, pull)
+	}
+	if len(missing) == 0 {
+		return prs, heads, nil
+	}
+	slices.Sort(missing)
+	for _, n := range missing {
+		pr, err := inst.PullRequest(ctx, repo.FullName, n)
+		if codelotse.ErrorCode(err) == codelotse.NotFound {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		prs = append(prs, pr)
+	}
+	slices.SortFunc(prs, func(a, b githubapp.PullRequest) int { return a.Number - b.Number })
+	return prs, heads, nil
+}
+
 type repositoryWorker struct {
 	river.WorkerDefaults[SyncRepositoryArgs]
 	d *Deps
@@ -263,6 +313,10 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 		return err
 	}
 	prs, err := inst.PullRequests(ctx, repo.FullName, time.Now().Add(-d.ClosedWindow))
+	if err != nil {
+		return rateLimited(err)
+	}
+	prs, heads, err := d.unlistedPulls(ctx, tid, inst, repo, prs, args.Pull)
 	if err != nil {
 		return rateLimited(err)
 	}
@@ -322,7 +376,7 @@ func (d *Deps) SyncRepository(ctx context.Context, args SyncRepositoryArgs) erro
 			}
 		}
 	}
-	if err := d.indexPullHeads(ctx, tid, inst, repo, prs); err != nil {
+	if err := d.indexPullHeads(ctx, tid, inst, repo, prs, heads); err != nil {
 		return rateLimited(err)
 	}
 	alerts, err := inst.CodeScanningAlerts(ctx, repo.FullName)

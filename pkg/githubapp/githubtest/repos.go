@@ -355,6 +355,14 @@ func (s *Server) repoAPI(w http.ResponseWriter, r *http.Request, installationID 
 	switch {
 	case len(rest) == 1 && rest[0] == "pulls":
 		s.listPulls(w, r, rp)
+	case len(rest) == 2 && rest[0] == "pulls":
+		n, err := strconv.Atoi(rest[1])
+		pr := s.pull(rp.ID, n)
+		if err != nil || pr == nil {
+			writeJSON(w, http.StatusNotFound, notFound())
+			return
+		}
+		writeJSON(w, http.StatusOK, s.pullJSON(rp, pr))
 	case len(rest) == 3 && rest[0] == "pulls" && (rest[2] == "reviews" || rest[2] == "comments"):
 		n, err := strconv.Atoi(rest[1])
 		pr := s.pull(rp.ID, n)

@@ -27,6 +27,7 @@
 //	POST /app/installations/{id}/access_tokens         a new installation token (JWT)
 //	GET  /installation/repositories                    the installation's repositories, paginated
 //	GET  /repos/{owner}/{repo}/pulls                   pull requests: state, sort, direction; paginated
+//	GET  /repos/{owner}/{repo}/pulls/{n}               one pull request
 //	GET  /repos/{owner}/{repo}/pulls/{n}/reviews       reviews, paginated
 //	GET  /repos/{owner}/{repo}/pulls/{n}/comments      review comments, paginated
 //	GET  /repos/{owner}/{repo}/code-scanning/alerts    alerts by state (open without one), paginated;
