@@ -22,6 +22,10 @@ import (
 //     escape of space, quotes, = : & , ; < > @ # ? as a space;
 //   - \xXX, \NNN (octal) and \UXXXXXXXX escapes of ASCII characters, as
 //     C, Python, shell and Go string literals write bytes;
+//   - string literals of token characters joined by concatenation
+//     ("AKIA" + "…", '…' . '…', "…"⏎"…"): the quotes and the operator
+//     between them are dropped, so a secret split to pass a scanner, or to
+//     fit a line, is read whole;
 //   - Unicode spaces (no-break, thin, ideographic …) and typographic quotes
 //     as their ASCII forms, and zero-width characters and soft hyphens
 //     dropped, so that they neither hide an assignment nor split a token;
@@ -85,7 +89,7 @@ type candidates struct {
 }
 
 // candidateBytes are the first bytes of what escapeAt decodes, '+' aside.
-const candidateBytes = "&\\%\xc2\xe2\xe3\xef"
+const candidateBytes = "&\\%\xc2\xe2\xe3\xef\"'`"
 
 func newCandidates(s string, pct bool) *candidates {
 	c := &candidates{s: s, bytes: candidateBytes}
@@ -240,6 +244,10 @@ func escapeAt(s string, i int, pct bool) (out, n int) {
 		if spaceEscapeAt(s, i+1) || (i >= 3 && spaceEscapeAt(s, i-3)) {
 			return ' ', 1
 		}
+	case c == '"' || c == '\'' || c == '`':
+		if n := joinAt(s, i); n > 0 {
+			return -1, n
+		}
 	case c >= utf8.RuneSelf:
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if a, ok := runeASCII[r]; ok {
@@ -284,3 +292,60 @@ func byteEscapeAt(s string, i int) (out, n int) {
 }
 
 func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
+// maxPiece is the longest string literal joinAt reads on either side: it
+// bounds the work per quote.
+const maxPiece = 256
+
+// pieceByte are the characters of a string literal joinAt joins: those of
+// tokens and keys. A literal with a space or other punctuation is prose,
+// a path or a query, not a piece of a secret.
+var pieceByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("+/=_.~-", byte(c)) >= 0
+	}
+	return t
+}()
+
+// joinAt reports, for a quote at s[i] that closes a literal of piece
+// bytes, the length of what joins it to the next literal of piece bytes in
+// the same quotes: the closing quote, white space, a + or . with white
+// space (or none, across a line break), and the opening quote. 0 when there
+// is no such join.
+func joinAt(s string, i int) int {
+	q := s[i]
+	k := i - 1
+	for k >= 0 && i-k <= maxPiece && pieceByte[s[k]] {
+		k--
+	}
+	if k < 0 || k == i-1 || s[k] != q {
+		return 0
+	}
+	j := skipSpace(s, i+1)
+	if j < len(s) && (s[j] == '+' || s[j] == '.') {
+		j = skipSpace(s, j+1)
+	} else if strings.IndexByte(s[i+1:j], '\n') < 0 {
+		// Side by side on one line is how HCL and shell write
+		// separate words (resource "aws_db_instance" "main"); Python
+		// and C join literals so across lines.
+		return 0
+	}
+	if j >= len(s) || s[j] != q {
+		return 0
+	}
+	e := j + 1
+	for e < len(s) && e-j <= maxPiece && pieceByte[s[e]] {
+		e++
+	}
+	if e == j+1 || e >= len(s) || s[e] != q {
+		return 0
+	}
+	return j - i + 1
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
