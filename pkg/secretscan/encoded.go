@@ -2,7 +2,9 @@ package secretscan
 
 import (
 	"encoding/base64"
+	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Encoded values: a secret, or the line around it, written as base64 or hex
@@ -20,10 +22,10 @@ import (
 // the rest's bits, and the run is what a reader could decode.
 
 const (
-	// maxDecodeDepth is how often decoded text is decoded again. gitleaks
-	// defaults to 5; three levels are base64 of base64 of hex, which is
-	// already more than configuration tooling writes.
-	maxDecodeDepth = 3
+	// maxDecodeDepth is how often decoded text is decoded again, as
+	// gitleaks' default. Only decoded text is read again, so a level
+	// costs nothing unless the one before decoded something.
+	maxDecodeDepth = 5
 	// minBase64Run is the shortest run tried as base64 (12 decoded
 	// bytes), as gitleaks does: shorter ones are words.
 	minBase64Run = 16
@@ -50,16 +52,53 @@ var encodedByte = func() (t [256]bool) {
 	return t
 }()
 
-// printable is what decoded text may hold: gitleaks' printable ASCII (tab
-// through '~', so newlines too). Binary (hashes, images, key material) is
-// not text a rule can read.
-func printable(b []byte) bool {
-	for _, c := range b {
-		if c < '\t' || c > '~' {
+// textByte reports whether decoded text may hold c: gitleaks' printable
+// ASCII (tab through '~', so newlines too) and the bytes of UTF-8 beyond
+// ASCII (a comment's umlaut or dash must not make a config "binary").
+// Binary (hashes, images, key material) holds control characters within
+// a few bytes, and is seldom valid UTF-8.
+func textByte(c byte) bool { return c >= '\t' && c != 0x7f && (c >= ' ' || c <= '\r') }
+
+// textStart reports whether b may start decoded text: textBytes, and not
+// a byte UTF-8 never starts with (a continuation byte) or never holds.
+func textStart(b []byte) bool {
+	for i, c := range b {
+		if !textByte(c) || c == 0xc0 || c == 0xc1 || c >= 0xf5 || (i == 0 && c >= 0x80 && c < 0xc0) {
 			return false
 		}
 	}
 	return true
+}
+
+// asText returns decoded bytes as text for the rules, or nil when they are
+// not text: every byte a textByte and the whole valid UTF-8. Characters
+// beyond ASCII become spaces (every byte maps to the whole run, so
+// nothing else changes).
+func asText(b []byte) []byte {
+	ascii := true
+	for _, c := range b {
+		if !textByte(c) {
+			return nil
+		}
+		ascii = ascii && c < utf8.RuneSelf
+	}
+	if ascii {
+		return b
+	}
+	if !utf8.Valid(b) {
+		return nil
+	}
+	out := b[:0]
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r >= utf8.RuneSelf {
+			out = append(out, ' ')
+		} else {
+			out = append(out, byte(r))
+		}
+		i += n
+	}
+	return out
 }
 
 // encodedCopy is text with its encoded runs decoded. from and to give, for
@@ -87,8 +126,10 @@ func (c *encodedCopy) span(start, end int) (int, int, bool) {
 }
 
 // decodeEncoded returns s with its encoded runs decoded (see above), or
-// false when no run decodes to printable text. base maps s's bytes to an
-// original text (nil: s is the original).
+// false when no run decodes to text. base maps s's bytes to an original
+// text (nil: s is the original). Escapes inside decoded text (a
+// percent-encoded or \u-escaped token, then base64-encoded) are undone at
+// each level, as gitleaks does.
 func decodeEncoded(s string, base *encodedCopy) (*encodedCopy, bool) {
 	var buf []byte
 	cur := base
@@ -98,12 +139,27 @@ func decodeEncoded(s string, base *encodedCopy) (*encodedCopy, bool) {
 		if !ok {
 			break
 		}
+		if d, off, ok := decodeEscapes(next.s); ok {
+			next = next.through(d, off)
+		}
 		cur, text = next, next.s
 	}
 	if cur == base {
 		return nil, false
 	}
 	return cur, true
+}
+
+// through is c seen through decodeEscapes' copy d of c.s: byte k of d
+// stands for c.s[off[k]:off[k+1]].
+func (c *encodedCopy) through(d string, off []int32) *encodedCopy {
+	n := &encodedCopy{s: d, from: make([]int32, len(d)), to: make([]int32, len(d)), decoded: make([]bool, len(d))}
+	for k := range len(d) {
+		a, b := int(off[k]), max(int(off[k+1]), int(off[k])+1)
+		n.from[k], n.to[k] = c.from[a], c.to[b-1]
+		n.decoded[k] = slices.Contains(c.decoded[a:b], true)
+	}
+	return n
 }
 
 // decodeRuns is one level of decodeEncoded over text, whose bytes map to
@@ -119,38 +175,42 @@ func decodeRuns(text string, prev *encodedCopy, onlyDecoded bool, buf *[]byte) (
 			i++
 			continue
 		}
-		j := i + 1
-		for j < len(text) && encodedByte[text[j]] {
-			j++
-		}
+		start := i
+		core, j := readRun(text, i)
 		run := j
 		for k := 0; k < 2 && run < len(text) && text[run] == '='; k++ {
 			run++
 		}
-		start := i
 		i = j
-		if j-start < minBase64Run || (onlyDecoded && !prev.decoded[start]) {
+		if len(core) < minBase64Run || (onlyDecoded && !prev.decoded[start]) {
 			continue
 		}
 		// A run glued to a word on its left (key_ZGF0YQ…) starts mid-word;
 		// gitleaks reads the run whole too, so neither finds such a value
 		// unless it happens to align.
-		var d []byte
-		if start >= tried {
-			if whole, end, ok := wrappedRun(text, start, j); ok {
-				if d = decodeRun(whole, buf); d != nil {
-					run = end
-				} else {
-					// Its lines are read alone below, but none of them
+		d := decodeRun(core+text[j:run], buf)
+		if d == nil {
+			continue
+		}
+		if run == j && start >= tried {
+			// Lines decode alone as they do joined (each is a whole
+			// number of quanta), so only a block whose first line
+			// decodes is read as a block.
+			if blocks, ends := wrappedRun(text, j, core); len(blocks) > 0 {
+				whole := false
+				for k, b := range blocks {
+					if bd := decodeRun(b, buf); bd != nil {
+						d, run, whole = bd, ends[k], true
+						break
+					}
+				}
+				if !whole {
+					// Its lines are read alone, but none of them
 					// starts a block again: that would be quadratic
 					// in the block's length.
-					tried = end
+					tried = ends[0]
+					d = decodeRun(core, buf)
 				}
-			}
-		}
-		if d == nil {
-			if d = decodeRun(text[start:run], buf); d == nil {
-				continue
 			}
 		}
 		if c == nil {
@@ -174,61 +234,143 @@ func decodeRuns(text string, prev *encodedCopy, onlyDecoded bool, buf *[]byte) (
 	return c, true
 }
 
+// readRun reads the run of encodedByte at text[i:]: its characters, with
+// \/ read as / (JSON encoders that escape slashes: PHP's json_encode),
+// and where it ends.
+func readRun(text string, i int) (string, int) {
+	j := i
+	for j < len(text) && encodedByte[text[j]] {
+		j++
+	}
+	if !slashEscapeAt(text, j) {
+		return text[i:j], j // the common case: no escape, no copy
+	}
+	esc := append(make([]byte, 0, 2*(j-i)+16), text[i:j]...)
+	for {
+		switch {
+		case j < len(text) && encodedByte[text[j]]:
+			esc = append(esc, text[j])
+			j++
+		case slashEscapeAt(text, j):
+			esc = append(esc, '/')
+			j += 2
+		default:
+			return string(esc), j
+		}
+	}
+}
+
+// slashEscapeAt reports whether text[j:] is \/ followed by a run byte.
+func slashEscapeAt(text string, j int) bool {
+	return j+2 < len(text) && text[j] == '\\' && text[j+1] == '/' && encodedByte[text[j+2]]
+}
+
 // minWrapWidth is the narrowest line width read as wrapped base64: the
-// base64 command wraps at 76 columns, PEM and OpenSSL at 64.
+// base64 command wraps at 76 columns, PEM and OpenSSL at 64, GitHub's
+// contents API at 60.
 const minWrapWidth = 40
 
-// wrappedRun reads a run text[start:end] that fills a wrapped line (a
-// multiple of 4 bytes, at least minWrapWidth, at the line's end) together
-// with the lines that continue it: the same width, after the same
-// indentation, the last one shorter and maybe padded. It returns the runs
-// joined and where the last one ends; false when text[start:end] is not
-// the first line of such a block. gitleaks reads each line alone, which
-// splits a secret wherever the encoder broke the line.
-func wrappedRun(text string, start, end int) (string, int, bool) {
-	width := end - start
+// wrappedRun reads a run first, ending at text[end:], that fills a wrapped
+// line (a multiple of 4 bytes, at least minWrapWidth, before a line break)
+// together with the lines that continue it: the same width, after the
+// same indentation, the last one maybe shorter and padded, and ending its
+// line. It returns the block's runs joined, with its last line and (when
+// that line may be something else: a word, EOF) without it, and where
+// each ends; nothing when first starts no block. A line break is a
+// newline or, inside a JSON string, an escaped one; trailing spaces are
+// skipped. gitleaks reads each line alone, which splits a secret wherever
+// the encoder broke the line.
+func wrappedRun(text string, end int, first string) (blocks []string, ends []int) {
+	width := len(first)
 	if width < minWrapWidth || width%4 != 0 {
-		return "", 0, false
+		return nil, nil
 	}
-	var joined []byte
-	last := end
-	for at := end; ; {
-		k := at
-		if k < len(text) && text[k] == '\r' {
-			k++
-		}
-		if k >= len(text) || text[k] != '\n' {
+	joined := []byte(first)
+	full, fullEnd := 0, end // joined[:full] are whole lines, ending at fullEnd
+	indent := ""
+	lastEnd := end
+	for at, lines := end, 0; ; lines++ {
+		k, ok := lineBreak(text, at)
+		if !ok {
 			break
 		}
-		k++
-		for k < len(text) && (text[k] == ' ' || text[k] == '\t') {
-			k++
+		m := k
+		for m < len(text) && (text[m] == ' ' || text[m] == '\t') {
+			m++
 		}
-		e := k
-		for e < len(text) && e-k < width && encodedByte[text[e]] {
-			e++
+		if lines == 0 {
+			indent = text[k:m]
+		} else if text[k:m] != indent {
+			break
 		}
-		n := e - k
-		if n == 0 || (e < len(text) && encodedByte[text[e]]) {
+		core, e := readRun(text, m)
+		if len(core) == 0 || len(core) > width {
 			break // an empty line, or a longer one: not this block
 		}
-		for p := 0; p < 2 && e < len(text) && text[e] == '='; p++ {
-			e++
+		p := e
+		for q := 0; q < 2 && p < len(text) && text[p] == '='; q++ {
+			p++
 		}
-		if joined == nil {
-			joined = append(make([]byte, 0, 4*width), text[start:end]...)
+		if len(core) == width && p == e {
+			joined = append(joined, core...)
+			full, fullEnd = len(joined), e
+			at = e
+			continue
 		}
-		joined = append(joined, text[k:e]...)
-		last = e
-		if n < width || e > k+n {
-			break // the short (or padded) last line
+		// The short last line must be padded, or end its line, the
+		// text, a quoted string or a word: "tls.key:" is no part of
+		// the block. A word that starts the next line ("FileSystem
+		// holds …") is tried with the block and without it; the block
+		// decodes with it only by chance.
+		if p == e && !endsBlock(text, p) && text[p] != ' ' {
+			break
 		}
-		at = e
+		joined = append(joined, core...)
+		joined = append(joined, text[e:p]...)
+		lastEnd = p
+		break
 	}
-	if joined == nil {
-		return "", 0, false
+	if full == 0 && lastEnd == end {
+		return nil, nil
 	}
-	return string(joined), last, true
+	if lastEnd > fullEnd {
+		blocks, ends = append(blocks, string(joined)), append(ends, lastEnd)
+	}
+	if full > width {
+		blocks, ends = append(blocks, string(joined[:full])), append(ends, fullEnd)
+	}
+	return blocks, ends
+}
+
+// lineBreak reads a line break at text[at:] after trailing spaces: \n,
+// \r\n, or their escapes inside a JSON string; it returns where the next
+// line starts.
+func lineBreak(text string, at int) (int, bool) {
+	for at < len(text) && (text[at] == ' ' || text[at] == '\t') {
+		at++
+	}
+	for _, br := range []string{"\n", "\r\n", `\n`, `\r\n`} {
+		if strings.HasPrefix(text[at:], br) {
+			return at + len(br), true
+		}
+	}
+	return 0, false
+}
+
+// endsBlock reports whether a wrapped block's last line may end at
+// text[p:]: at the end of the text or of its line (after spaces), or where
+// a quoted string or markup ends.
+func endsBlock(text string, p int) bool {
+	for p < len(text) && (text[p] == ' ' || text[p] == '\t') {
+		p++
+	}
+	if p == len(text) {
+		return true
+	}
+	if _, ok := lineBreak(text, p); ok {
+		return true
+	}
+	return strings.IndexByte("\"'`<,;)}]", text[p]) >= 0
 }
 
 // appendPlain copies text[a:b] unchanged.
@@ -265,13 +407,13 @@ func (c *encodedCopy) appendDecoded(d []byte, a, b int, prev *encodedCopy) {
 // decodeRun decodes a run as hex (when it is all hex digits and has a
 // digit) or as base64 (standard or URL-safe, padded or not, when it has a
 // digit or one of + / - _, as gitleaks asks: a run of letters alone is a
-// word). It returns nil unless the result is printable ASCII. buf is
-// scratch space reused between calls; the result aliases it.
+// word). It returns nil unless the result is text (asText). buf is scratch
+// space reused between calls; the result aliases it.
 func decodeRun(run string, buf *[]byte) []byte {
 	core := strings.TrimRight(run, "=")
 	if len(core) >= minHexRun && len(core)%2 == 0 && len(core) == len(run) && isHex(core) && strings.ContainsAny(core, "0123456789") {
 		if d := decodeHex(core, buf); d != nil {
-			return d
+			return asText(d)
 		}
 	}
 	if !strings.ContainsAny(core, "0123456789+/-_") {
@@ -288,9 +430,12 @@ func decodeRun(run string, buf *[]byte) []byte {
 		return nil
 	}
 	// Most runs are identifiers and paths, whose first bytes already
-	// decode to something unprintable: try one quantum first.
+	// decode to something that starts no text: try one quantum first,
+	// without allocating.
+	var src [64]byte
 	var q [3]byte
-	if n, err := enc.Decode(q[:], []byte(core[:4])); err != nil || !printable(q[:n]) {
+	copy(src[:4], core)
+	if n, err := enc.Decode(q[:], src[:4]); err != nil || !textStart(q[:n]) {
 		return nil
 	}
 	need := enc.DecodedLen(len(core))
@@ -298,11 +443,22 @@ func decodeRun(run string, buf *[]byte) []byte {
 		*buf = make([]byte, need)
 	}
 	out := (*buf)[:need]
-	n, err := enc.Decode(out, []byte(core))
-	if err != nil || !printable(out[:n]) {
-		return nil
+	// A chunk at a time, so that a run that is no text (a hash, an
+	// image) costs little more than its first chunk.
+	n := 0
+	for k := 0; k < len(core); k += len(src) {
+		m, err := enc.Decode(out[n:], src[:copy(src[:], core[k:])])
+		if err != nil {
+			return nil
+		}
+		for _, c := range out[n : n+m] {
+			if !textByte(c) {
+				return nil
+			}
+		}
+		n += m
 	}
-	return out[:n]
+	return asText(out[:n])
 }
 
 func isHex(s string) bool {
@@ -326,7 +482,8 @@ func unhex(c byte) int {
 	return -1
 }
 
-// decodeHex decodes an even run of hex digits, nil unless printable.
+// decodeHex decodes an even run of hex digits, nil at the first byte that
+// is no textByte.
 func decodeHex(s string, buf *[]byte) []byte {
 	need := len(s) / 2
 	if cap(*buf) < need {
@@ -335,7 +492,7 @@ func decodeHex(s string, buf *[]byte) []byte {
 	out := (*buf)[:need]
 	for i := range out {
 		b := byte(unhex(s[2*i])<<4 | unhex(s[2*i+1]))
-		if b < '\t' || b > '~' {
+		if !textByte(b) {
 			return nil
 		}
 		out[i] = b

@@ -52,6 +52,23 @@ func (r *Redactor) found(s string, spans []span) []Found {
 		out = append(out, Found{RuleID: rl.id, Fingerprint: h, Length: len(value)})
 	}
 	for _, sp := range spans {
+		if sp.encoded {
+			// The encoded run, line by line when it is wrapped: only
+			// lines that look generated, with and without padding (a
+			// bare occurrence glued to a word ends before its '=').
+			// Text the run took in by chance ("EOF", a word after the
+			// block) is redacted there but is no value to learn.
+			run := jsonBreaks.Replace(s[sp.start:sp.end])
+			for _, line := range strings.FieldsFunc(run, func(r rune) bool {
+				return r == '\n' || r == '\r' || r == ' ' || r == '\t' || strings.ContainsRune("\"'`", r)
+			}) {
+				if learnable(line) {
+					remember(line, r.rs.rules[sp.rule])
+					rememberPadless(line, r.rs.rules[sp.rule], remember)
+				}
+			}
+			continue
+		}
 		raw := s[sp.start:sp.end]
 		secret := strings.Trim(raw, "\"'` \t\r\n")
 		rule := r.rs.rules[sp.rule]
@@ -91,6 +108,10 @@ func (r *Redactor) found(s string, spans []span) []Found {
 	}
 	return out
 }
+
+// jsonBreaks undoes the escapes a wrapped run may hold inside a JSON
+// string (readRun, lineBreak).
+var jsonBreaks = strings.NewReplacer(`\r\n`, "\n", `\n`, "\n", `\/`, "/")
 
 // rememberValue remembers the value part of secret, and, when it ends in
 // base64 padding, the value with its padding too: a bare occurrence is one

@@ -59,6 +59,9 @@ type window struct {
 type span struct {
 	start, end int
 	rule       int32
+	// encoded: the span is an encoded run a secret was found in
+	// (encoded.go), not the secret itself.
+	encoded bool
 }
 
 type lineKey struct {
@@ -171,7 +174,7 @@ func (rs *ruleset) find(s string, sc *scratch) []span {
 		for _, sp := range rs.findRules(c.s, sc) {
 			start, end, touches := c.span(sp.start, sp.end)
 			if touches {
-				sp.start, sp.end = start, end
+				sp.start, sp.end, sp.encoded = start, end, true
 				spans = append(spans, sp)
 			}
 		}
