@@ -140,8 +140,9 @@ func hasURLEscape(s string) bool {
 }
 
 // urlDecoded reports whether decodeEscapes undoes a %XX of c: ASCII
-// (control characters too: a netrc entry's whitespace may be any). A secret percent-encoded whole (%67%68%70%5F…) is no less a
-// secret, and gitleaks' own decoder reads it.
+// (control characters too: a netrc entry's whitespace may be any). A
+// secret percent-encoded whole (%67%68%70%5F…) is no less a secret, and
+// gitleaks' own decoder reads it.
 func urlDecoded(c byte) bool { return c < utf8.RuneSelf }
 
 // urlByte decodes %XX at s[i].

@@ -312,6 +312,9 @@ func escapeLen(s string, i, j int) int {
 				return 9
 			}
 		case '0', '1', '2', '3':
+			// Up to \377: a byte of UTF-8 written in octal before a
+			// value hides it as well as an ASCII one (decodeEscapes
+			// reads only \000–\177, its copy being ASCII).
 			if i+3 <= j && isOctal(s[i+1]) && isOctal(s[i+2]) {
 				return 3
 			}
