@@ -2,6 +2,7 @@ package secretscan
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -342,6 +343,10 @@ func wrappedRun(text string, end int, first string) (blocks []string, ends []int
 	return blocks, ends
 }
 
+// lineBreaks are what lineBreak reads: newlines, and their escapes inside a
+// JSON string.
+var lineBreaks = []string{"\n", "\r\n", `\n`, `\r\n`}
+
 // lineBreak reads a line break at text[at:] after trailing spaces: \n,
 // \r\n, or their escapes inside a JSON string; it returns where the next
 // line starts.
@@ -349,7 +354,7 @@ func lineBreak(text string, at int) (int, bool) {
 	for at < len(text) && (text[at] == ' ' || text[at] == '\t') {
 		at++
 	}
-	for _, br := range []string{"\n", "\r\n", `\n`, `\r\n`} {
+	for _, br := range lineBreaks {
 		if strings.HasPrefix(text[at:], br) {
 			return at + len(br), true
 		}
@@ -411,9 +416,14 @@ func (c *encodedCopy) appendDecoded(d []byte, a, b int, prev *encodedCopy) {
 // space reused between calls; the result aliases it.
 func decodeRun(run string, buf *[]byte) []byte {
 	core := strings.TrimRight(run, "=")
-	if len(core) >= minHexRun && len(core)%2 == 0 && len(core) == len(run) && isHex(core) && strings.ContainsAny(core, "0123456789") {
-		if d := decodeHex(core, buf); d != nil {
-			return asText(d)
+	if len(core) >= minHexRun && len(core)%2 == 0 && len(core) == len(run) && strings.ContainsAny(core, "0123456789") {
+		// Not hex (an error at a non-hex digit), or hex of no text: read
+		// as base64 below.
+		if d, err := hex.AppendDecode((*buf)[:0], []byte(core)); err == nil {
+			*buf = d
+			if t := asText(d); t != nil {
+				return t
+			}
 		}
 	}
 	if !strings.ContainsAny(core, "0123456789+/-_") {
@@ -461,48 +471,8 @@ func decodeRun(run string, buf *[]byte) []byte {
 	return asText(out[:n])
 }
 
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if unhex(s[i]) < 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func unhex(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10
-	case c >= 'A' && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
-}
-
-// decodeHex decodes an even run of hex digits, nil at the first byte that
-// is no textByte.
-func decodeHex(s string, buf *[]byte) []byte {
-	need := len(s) / 2
-	if cap(*buf) < need {
-		*buf = make([]byte, need)
-	}
-	out := (*buf)[:need]
-	for i := range out {
-		b := byte(unhex(s[2*i])<<4 | unhex(s[2*i+1]))
-		if !textByte(b) {
-			return nil
-		}
-		out[i] = b
-	}
-	return out
-}
-
 // escapesCopy is decodeEscapes' copy d as a base for decodeEncoded: byte k
 // of d stands for s[off[k]:off[k+1]].
 func escapesCopy(d string, off []int32) *encodedCopy {
-	c := &encodedCopy{s: d, from: off[:len(d)], to: off[1:], decoded: make([]bool, len(d))}
-	return c
+	return &encodedCopy{s: d, from: off[:len(d)], to: off[1:], decoded: make([]bool, len(d))}
 }
