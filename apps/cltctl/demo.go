@@ -93,7 +93,7 @@ func cmdDemo(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		repo, err := e.ingest.AddRepository(e.ctx, tx, postgres.NewRepository{FullName: demoRepo, DefaultBranch: "main"})
+		repo, err := e.ingester().AddRepository(e.ctx, tx, postgres.NewRepository{FullName: demoRepo, DefaultBranch: "main"})
 		if err != nil {
 			return err
 		}
@@ -105,7 +105,7 @@ func cmdDemo(e *env, args []string) error {
 			if r.repo {
 				rid = &repo.ID
 			}
-			if _, err := e.ingest.UpsertRule(e.ctx, tx, rid, r.rule); err != nil {
+			if _, err := e.ingester().UpsertRule(e.ctx, tx, rid, r.rule); err != nil {
 				return err
 			}
 		}
@@ -210,7 +210,7 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 			if err != nil {
 				return err
 			}
-			res, err = e.ingest.Index(e.ctx, tx, r.ID, snap, operator)
+			res, err = e.ingester().Index(e.ctx, tx, r.ID, snap, operator)
 			return err
 		})
 		if err != nil {
@@ -224,7 +224,7 @@ func seedDemoContent(e *env, db *postgres.DB, tid, source string) error {
 	}
 	var res postgres.ImportResult
 	if err := db.InTenant(e.ctx, tid, func(tx *postgres.Tx) error {
-		res, err = e.ingest.Import(e.ctx, tx, imp, operator)
+		res, err = e.ingester().Import(e.ctx, tx, imp, operator)
 		return err
 	}); err != nil {
 		return prefixed(path, err)

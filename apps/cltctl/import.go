@@ -67,7 +67,7 @@ func storeImport(e *env, slug, file string, imp codelotse.ReviewImport) error {
 	var res postgres.ImportResult
 	err := e.inTenant(slug, func(tx *postgres.Tx) error {
 		var err error
-		res, err = e.ingest.Import(e.ctx, tx, imp, operator)
+		res, err = e.ingester().Import(e.ctx, tx, imp, operator)
 		return err
 	})
 	if err != nil {

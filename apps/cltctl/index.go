@@ -33,7 +33,7 @@ func cmdIndex(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		res, err = e.ingest.Index(e.ctx, tx, r.ID, snap, operator)
+		res, err = e.ingester().Index(e.ctx, tx, r.ID, snap, operator)
 		return err
 	})
 	if err != nil {

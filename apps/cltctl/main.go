@@ -71,8 +71,20 @@ type env struct {
 	cfg    config.Config
 	// demoNotes collects what cltctl demo did besides the essentials.
 	demoNotes strings.Builder
-	// ingest prepares every agent-readable text the commands store.
+	// ingest prepares every agent-readable text the commands store; see
+	// ingester.
 	ingest *ingest.Ingester
+}
+
+// ingester returns the command's Ingester, built on first use. Building the
+// redactor's rules costs about half a second of CPU, which the commands that
+// store no text (migrate, token create, the lists) need not pay: an operator
+// runs them by hand and the e2e suite runs them hundreds of times.
+func (e *env) ingester() *ingest.Ingester {
+	if e.ingest == nil {
+		e.ingest = ingest.New(secretscan.New())
+	}
+	return e.ingest
 }
 
 type command struct {
@@ -195,7 +207,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return codelotse.Wrap(codelotse.Invalid, err, err.Error())
 	}
-	return cmd.run(&env{ctx: ctx, stdout: stdout, stderr: stderr, now: time.Now(), cfg: cfg, ingest: ingest.New(secretscan.New())}, rest)
+	return cmd.run(&env{ctx: ctx, stdout: stdout, stderr: stderr, now: time.Now(), cfg: cfg}, rest)
 }
 
 // flags returns a flag set that reports errors instead of exiting.

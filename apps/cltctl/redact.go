@@ -41,12 +41,12 @@ func cmdRedact(e *env, args []string) error {
 	}
 	total := 0
 	for _, tid := range tids {
-		st, err := e.ingest.Redact(e.ctx, db, tid)
+		st, err := e.ingester().Redact(e.ctx, db, tid)
 		if err != nil {
 			return err
 		}
 		total += e.printRedacted("tenant "+tid+":", st)
-		known, err := e.ingest.RedactKnown(e.ctx, db, tid, true, operator)
+		known, err := e.ingester().RedactKnown(e.ctx, db, tid, true, operator)
 		if err != nil {
 			return err
 		}

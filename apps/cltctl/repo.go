@@ -29,7 +29,7 @@ func cmdRepoAdd(e *env, args []string) error {
 	var r codelotse.Repository
 	var err error
 	err = e.inTenant(*slug, func(tx *postgres.Tx) error {
-		r, err = e.ingest.AddRepository(e.ctx, tx, postgres.NewRepository{FullName: *full, DefaultBranch: *branch, Private: *private, URL: *url})
+		r, err = e.ingester().AddRepository(e.ctx, tx, postgres.NewRepository{FullName: *full, DefaultBranch: *branch, Private: *private, URL: *url})
 		if err != nil {
 			return err
 		}

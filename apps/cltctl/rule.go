@@ -50,7 +50,7 @@ func cmdRuleAdd(e *env, args []string) error {
 			}
 			repoID = &r.ID
 		}
-		_, err := e.ingest.UpsertRule(e.ctx, tx, repoID, codelotse.Rule{Key: *key, Title: *title, Severity: severity, PathGlobs: globs, Instructions: *instr})
+		_, err := e.ingester().UpsertRule(e.ctx, tx, repoID, codelotse.Rule{Key: *key, Title: *title, Severity: severity, PathGlobs: globs, Instructions: *instr})
 		return err
 	})
 	if err != nil {
