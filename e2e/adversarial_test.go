@@ -40,6 +40,7 @@ func tenantData(t *testing.T, s *stack, slug, marker string, mcp bool) (apiID st
 // what ARCHITECTURE §4/§5 say and that no other tenant's (or forbidden
 // repository's) data ever appears.
 func TestAdversarialTenancy(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	acmeAPI := tenantData(t, s, "acme", "ACME-ONLY", true)
 	bravoAPI := tenantData(t, s, "bravo", "BRAVO-ONLY", true)

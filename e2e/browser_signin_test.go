@@ -18,6 +18,7 @@ import (
 // that token (401 once no group maps); a provider that omits the groups
 // claim gets a clear page.
 func TestBrowserOIDCSignIn(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	op := oidcop.Start(t, oidcop.Options{
 		RedirectURIs: []string{s.url + "/auth/oidc/callback"},
@@ -100,6 +101,7 @@ func githubSignInStack(t *testing.T) (*githubtest.Server, *stack) {
 // sees exactly the repositories the user can see on GitHub, and an expired
 // cache answers 401 with the refresh hint until the next sign-in.
 func TestBrowserGitHubSignIn(t *testing.T) {
+	t.Parallel()
 	gh, s := githubSignInStack(t)
 
 	ctx := browser(t)

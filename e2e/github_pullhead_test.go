@@ -22,6 +22,7 @@ import (
 // it changes, and the whole repository once too many of its files lie out
 // of path order.
 func TestGitHubPullRequestHead(t *testing.T) {
+	t.Parallel()
 	gh, env := githubFixture(t)
 	const head1 = "0123456789abcdef0123456789abcdef01234567" // the fixture's PR #7 head
 	const head2 = "fedcba9876543210fedcba9876543210fedcba98"

@@ -96,6 +96,7 @@ func deliver(t *testing.T, s *stack, secret, event, delivery string, payload any
 // webhooks: a bad signature is refused, a redelivery enqueues one job, and
 // a member_removed event sends that user's tokens to 401.
 func TestGitHubSync(t *testing.T) {
+	t.Parallel()
 	gh, env := githubFixture(t)
 	s := newStack(t, env...)
 	workerLogs := &syncBuffer{}

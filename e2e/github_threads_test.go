@@ -17,6 +17,7 @@ import (
 // pull requests is answered mostly by 304 Not Modified, and an unchanged
 // merged pull request is not read again.
 func TestGitHubReviewThreads(t *testing.T) {
+	t.Parallel()
 	gh, env := githubFixture(t)
 	now := time.Now().UTC()
 	gh.AddReviewComment(4001, 7, githubtest.ReviewComment{ID: 604, ReviewID: 501, Author: "coderabbitai[bot]", AuthorType: "Bot", Path: "cmd/main.go", Line: 5, StartLine: 4,

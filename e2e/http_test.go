@@ -48,6 +48,7 @@ func with(h map[string]string, k, v string) map[string]string {
 
 // TestBearerEdge covers the raw-HTTP contract of POST /mcp (ARCHITECTURE §4).
 func TestBearerEdge(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, "MCP_ALLOWED_ORIGINS=https://agent.example.com")
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled")
 	s.cltctl("tenant", "create", "--slug", "quiet", "--name", "Quiet")

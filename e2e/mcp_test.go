@@ -77,6 +77,7 @@ func seedTwoTenants(s *stack) (acmeDev, acmeBoss, bravoDev string, acmeAPIID str
 // created with cltctl, the SDK client on both protocol eras, both tools,
 // and tenant B's token never seeing tenant A's repositories or rules.
 func TestMCPTwoTenants(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	acmeDev, acmeBoss, bravoDev, acmeAPIID := seedTwoTenants(s)
 	endpoint := s.url + "/mcp"

@@ -24,6 +24,7 @@ import (
 // consent completed in Chromium. It runs the suite that e2e/conformance
 // pins and installs (installSuite), with the Node.js that comes with it.
 func TestOAuthConformance(t *testing.T) {
+	t.Parallel()
 	suite := installSuite(t)
 	s := newStack(t)
 	demo := s.cltctl("demo", "--public-url", s.url, "--source", t.TempDir())

@@ -121,6 +121,7 @@ func listedRepos(t *testing.T, cs *mcp.ClientSession) []string {
 // in (development link) and consents in headless Chromium; the client lists
 // tools and sees exactly the person's repositories.
 func TestOAuthSDKClient(t *testing.T) {
+	t.Parallel()
 	// The client's metadata document, on https at 127.0.0.1 with a test
 	// certificate the API is told to trust (development settings).
 	cb := newCallback(t)
@@ -232,6 +233,7 @@ func screenshotConsentList(t *testing.T, ctx context.Context, base string) {
 // TestOAuthBreakGlassCannotAuthorize: a break-glass session sees a refusal
 // instead of the consent page.
 func TestOAuthBreakGlassCannotAuthorize(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.cltctl("demo", "--public-url", s.url, "--source", t.TempDir())
 	out := s.cltctl("break-glass", "--tenant", "demo", "--email", "admin@demo.codelotse.test")
@@ -265,6 +267,7 @@ func TestOAuthBreakGlassCannotAuthorize(t *testing.T) {
 // pages, lands back on the consent page, and the client then sees exactly
 // the repositories that person can see on GitHub.
 func TestOAuthGitHubSignInResumes(t *testing.T) {
+	t.Parallel()
 	gh, s := githubSignInStack(t)
 
 	ctx := browser(t)

@@ -70,6 +70,7 @@ func spendUntilLimited(t *testing.T, what string, limit, used int, send func() (
 // production defaults (120, 600) and the algorithm's arithmetic are tested
 // with a fake clock in pkg/ratelimit.
 func TestRateLimits(t *testing.T) {
+	t.Parallel()
 	const perToken, perIP = 3, 8
 	s := newStack(t, fmt.Sprintf("MCP_RATE_PER_TOKEN=%d", perToken), fmt.Sprintf("MCP_RATE_PER_IP=%d", perIP))
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled")
@@ -105,6 +106,7 @@ func TestRateLimits(t *testing.T) {
 // TestRateLimitSharedAcrossReplicas: two API processes sharing Redis
 // enforce one per-token budget.
 func TestRateLimitSharedAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	redis := redisURL()
 	s := newStack(t, "REDIS_URL="+redis, "MCP_RATE_PER_TOKEN=20")
 	second := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))

@@ -237,6 +237,7 @@ func regexpQuote(s string) string {
 // have stored them (raw secrets, inserted directly as the administrator),
 // runs `cltctl redact`, and reads the tables back.
 func TestRedactCommandFixesRawRows(t *testing.T) {
+	t.Parallel()
 	secrets := append(loadSecrets(t), plantedSecrets(t)...)
 	s := newStack(t)
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled")

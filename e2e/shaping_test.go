@@ -16,6 +16,7 @@ import (
 // survives, that no stored row holds one, and that no search tells a
 // correct prefix of a secret from a wrong one.
 func TestSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
 	secrets := append(loadSecrets(t), plantedSecrets(t)...)
 	// The prefix-oracle probes make a few hundred calls.
 	s := newStack(t, "MCP_RATE_PER_TOKEN=0", "MCP_RATE_PER_IP=0")
@@ -174,6 +175,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 // TestResultCapAndFence: oversized results stay valid fenced JSON within
 // 32 KiB with truncated set, and content cannot close the fence.
 func TestResultCapAndFence(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.cltctl("tenant", "create", "--slug", "acme", "--name", "Acme", "--mcp-enabled")
 	s.cltctl("user", "add", "--tenant", "acme", "--email", "dev@acme.test", "--role", "admin")

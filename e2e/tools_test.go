@@ -125,6 +125,7 @@ func findingIDs(t *testing.T, doc map[string]any) []int64 {
 }
 
 func TestToolsHappyPaths(t *testing.T) {
+	t.Parallel()
 	f := newToolsFixture(t)
 
 	// list_repositories shows the indexed commit.
@@ -290,6 +291,7 @@ func sorted(x []int64) []int64 { y := slices.Clone(x); slices.Sort(y); return y 
 // TestToolErrors: every tool's failures are in-band and actionable, and
 // unknown, forbidden and other-tenant repositories are all "Not found.".
 func TestToolErrors(t *testing.T) {
+	t.Parallel()
 	f := newToolsFixture(t)
 	repoTools := []struct {
 		tool string
@@ -355,6 +357,7 @@ func TestToolErrors(t *testing.T) {
 // TestPagingExactlyOnce walks search_findings and search_code page by page
 // and gets every match exactly once.
 func TestPagingExactlyOnce(t *testing.T) {
+	t.Parallel()
 	f := newToolsFixture(t)
 	walk := func(tool string, args map[string]any, key func(map[string]any) string) []string {
 		var seen []string

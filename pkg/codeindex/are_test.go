@@ -13,6 +13,7 @@ import (
 // queries with no useful prefilter. TestRegexPrefilterIsSound
 // (pkg/postgres) checks on PostgreSQL that translations are supersets.
 func TestARE(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		query string
 		are   string // "" : none
@@ -56,6 +57,7 @@ func TestARE(t *testing.T) {
 // an alternation without a common literal; an exact translation makes the
 // plan tight; a literal query carries none.
 func TestPlanRegexPrefilter(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		query                string
 		regex, scoped, tight bool

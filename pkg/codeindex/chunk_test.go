@@ -8,6 +8,7 @@ import (
 )
 
 func TestSplitLines(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []string
@@ -43,6 +44,7 @@ func numbered(n int) []string {
 }
 
 func TestSplitLinesRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{1, 2, 3, 50, 51} {
 		lines := numbered(n)
 		for _, sep := range []string{"\n", "\r\n"} {
@@ -61,6 +63,7 @@ func TestSplitLinesRoundTrip(t *testing.T) {
 // lines, that every line is owned by exactly one chunk, and that a match on
 // an owned line can show MaxContext lines either side from that one chunk.
 func TestChunksOwnership(t *testing.T) {
+	t.Parallel()
 	if MaxContext != 5 {
 		t.Fatalf("MaxContext = %d, the search tool promises up to 5 lines of context", MaxContext)
 	}
@@ -110,6 +113,7 @@ func TestChunksOwnership(t *testing.T) {
 }
 
 func TestIsBinary(t *testing.T) {
+	t.Parallel()
 	at := func(i int) []byte {
 		b := []byte(strings.Repeat("x", i+10))
 		b[i] = 0
@@ -139,6 +143,7 @@ func TestIsBinary(t *testing.T) {
 }
 
 func TestLanguage(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"main.go":               "go",
 		"pkg/shape/shape.go":    "go",

@@ -47,6 +47,7 @@ func gitRepo(t *testing.T, files map[string]string) string {
 }
 
 func TestReadGit(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t, map[string]string{
 		"a.go":           "package a\r\n\r\nfunc A() {}\r\n",
 		"sub/b.py":       "print('b')",
@@ -104,6 +105,7 @@ func TestReadGit(t *testing.T) {
 }
 
 func TestReadGitRefusals(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t, map[string]string{"a.go": "package a\n"})
 	for _, ref := range []string{"--output=/tmp/x", "-h", "no-such-branch"} {
 		_, err := ReadGit(context.Background(), dir, ref)

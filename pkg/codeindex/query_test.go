@@ -24,6 +24,7 @@ func mustPlan(t *testing.T, q string, isRegex, caseSensitive bool) Plan {
 }
 
 func TestPlanLiteralMatching(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		query         string
 		caseSensitive bool
@@ -63,6 +64,7 @@ func TestPlanLiteralMatching(t *testing.T) {
 }
 
 func TestPlanRegexMatching(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		query         string
 		caseSensitive bool
@@ -87,6 +89,7 @@ func TestPlanRegexMatching(t *testing.T) {
 }
 
 func TestPlanRequiredLiterals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		query string
 		want  []string // any letter case
@@ -138,6 +141,7 @@ func TestPlanRequiredLiterals(t *testing.T) {
 }
 
 func TestPlanRefusals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		query   string
@@ -269,6 +273,7 @@ func randomRegex(rng *rand.Rand, lines []string) string {
 // line the regex matches contains every literal, in any letter case (the
 // database compares with ILIKE).
 func TestPlanLiteralsAreRequired(t *testing.T) {
+	t.Parallel()
 	lines := corpus(t)
 	rng := rand.New(rand.NewPCG(42, 1))
 	matched, withLiterals := 0, 0 // lines matched by plans with a prefilter
@@ -340,6 +345,7 @@ func likeMatch(pattern, s string) bool {
 }
 
 func TestEscapeLike(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"plain":     "plain",
 		"100%":      `100\%`,
@@ -381,6 +387,7 @@ func TestEscapeLike(t *testing.T) {
 }
 
 func TestPathFilter(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pattern string
 		prefix  string
@@ -445,6 +452,7 @@ func TestPathFilter(t *testing.T) {
 // rune with other case forms as _, and its ARE then carries those letters;
 // ASCII letters (s and k included, the stated exception) stay.
 func TestLikePatternsWidenFolding(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		query     string
 		regex, cs bool
@@ -489,6 +497,7 @@ func TestLikePatternsWidenFolding(t *testing.T) {
 // Kelvin sign and the long s, which (?i) folds with k and s, the
 // dotless-i's capital, and text in other scripts.
 func TestMatchLineAgreesWithMatch(t *testing.T) {
+	t.Parallel()
 	lines := corpus(t)
 	// Under -short (make test runs it with the race detector, which makes
 	// the regexp some twenty times slower) a third of the queries, over

@@ -144,6 +144,7 @@ func foundOf(ms []Match) []found {
 // file order — including lines in the overlap of two chunks and the last
 // chunk of a file.
 func TestSearchOwnsEachLineOnce(t *testing.T) {
+	t.Parallel()
 	a, b := needleLines(130, 1), needleLines(7, 1)
 	src := &fakeSource{phases: map[int][]Candidate{0: append(chunked("a.go", a, 1), chunked("b.go", b, 100)...)}}
 	res, err := Searcher{Clock: newFakeClock()}.Search(context.Background(), src, Query{Plan: literalPlan(t, "needle"), Limit: 1000, Context: 1})
@@ -176,6 +177,7 @@ func TestSearchOwnsEachLineOnce(t *testing.T) {
 // every match once, whatever the page size, and a page ends at the chunk
 // and line of its last match (a chunk can hold matches of two pages).
 func TestSearchPagesExactlyOnce(t *testing.T) {
+	t.Parallel()
 	lines := needleLines(400, 3)
 	src := &fakeSource{phases: map[int][]Candidate{0: chunked("x.go", lines, 1)}}
 	var want []found
@@ -219,6 +221,7 @@ func TestSearchPagesExactlyOnce(t *testing.T) {
 // after the last chunk scanned — never an error — and continuing from it
 // finds the rest.
 func TestSearchBudgetTruncates(t *testing.T) {
+	t.Parallel()
 	lines := needleLines(1000, 10) // chunks of 50 lines, step 40: about 25 chunks
 	chunks := chunked("big.go", lines, 1)
 	for _, tc := range []struct {
@@ -274,6 +277,7 @@ func TestSearchBudgetTruncates(t *testing.T) {
 // position; a first round that is stopped has nothing to show and says the
 // search took too long; the caller's own cancellation stays an error.
 func TestSearchDeadlineStopsTheRoundInProgress(t *testing.T) {
+	t.Parallel()
 	lines := needleLines(1000, 10)
 	chunks := chunked("big.go", lines, 1)
 	// stall makes round n take past the deadline: the clock moves 5 s
@@ -362,6 +366,7 @@ func TestSearchDeadlineStopsTheRoundInProgress(t *testing.T) {
 // that ends in phase 1 continues there and one in phase 2 does not re-read
 // phase 1.
 func TestSearchPullRequestPhases(t *testing.T) {
+	t.Parallel()
 	head := chunked("changed.go", []string{"needle head"}, 500)
 	base := append(chunked("changed.go", []string{"needle base"}, 1), chunked("kept.go", []string{"x", "needle kept"}, 2)...)
 	base[0].Shadowed = true
@@ -399,6 +404,7 @@ func TestSearchPullRequestPhases(t *testing.T) {
 // a chunk with a match (once per chunk, never for a chunk without one) and
 // lines are clipped after it, never inside a placeholder.
 func TestSearchRedactsBeforeClipping(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("a", MaxLineBytes-10) + " key=SECRETVALUE needle"
 	lines := []string{"nothing here", long, "plain needle"}
 	src := &fakeSource{phases: map[int][]Candidate{0: append(chunked("s.go", lines, 1), chunked("none.go", []string{"no match"}, 2)...)}}
@@ -435,6 +441,7 @@ func TestSearchRedactsBeforeClipping(t *testing.T) {
 // batch from the start (its candidates are looser), unless its prefilter
 // in the database is its exact translation (Plan.Tight).
 func TestRoundsGrow(t *testing.T) {
+	t.Parallel()
 	var none []Candidate
 	for i := 1; i <= 1000; i++ {
 		none = append(none, Candidate{ChunkID: int64(i), FullName: "acme/app", Path: fmt.Sprintf("f%d.go", i), StartLine: 1, EndLine: 1, LineCount: 1, Content: "nothing here"})

@@ -94,6 +94,7 @@ func blobSHA(content string) string {
 }
 
 func TestReadTarball(t *testing.T) {
+	t.Parallel()
 	const top = "acme-api-0123456/"
 	big := strings.Repeat("y", MaxFileBytes+1)
 	archive := tarball(t, tarCommit,
@@ -188,6 +189,7 @@ func TestReadTarball(t *testing.T) {
 // TestReadTarballMatchesReadGit reads a real `git archive` of a real
 // repository and compares it with ReadGit's view of the same commit.
 func TestReadTarballMatchesReadGit(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t, map[string]string{
 		"a.go":       "package a\n",
 		"sub/b.py":   "print('b')\n",
@@ -222,6 +224,7 @@ func TestReadTarballMatchesReadGit(t *testing.T) {
 }
 
 func TestReadTarballCommit(t *testing.T) {
+	t.Parallel()
 	archive := tarball(t, tarCommit, dir("o-r-0123456/"), file("o-r-0123456/a.txt", "a\n"))
 	snap, err := ReadTarball(bytes.NewReader(archive), "")
 	if err != nil || snap.Commit != tarCommit {
@@ -254,6 +257,7 @@ func TestReadTarballCommit(t *testing.T) {
 }
 
 func TestReadTarballDuplicateReplaces(t *testing.T) {
+	t.Parallel()
 	archive := tarball(t, tarCommit, file("o-r-1/a.txt", "old\n"), file("o-r-1/a.txt", "new\n"))
 	snap, err := ReadTarball(bytes.NewReader(archive), "")
 	if err != nil || len(snap.Files) != 1 || !slices.Equal(snap.Files[0].Lines, []string{"new"}) || snap.Files[0].BlobSHA != blobSHA("new\n") {
@@ -262,6 +266,7 @@ func TestReadTarballDuplicateReplaces(t *testing.T) {
 }
 
 func TestReadTarballRefusals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		archive []byte
@@ -296,6 +301,7 @@ func TestReadTarballRefusals(t *testing.T) {
 }
 
 func TestReadTarballBounds(t *testing.T) {
+	t.Parallel()
 	raw := rawTar(t, tarCommit, dir("o-r-1/"), file("o-r-1/a.txt", strings.Repeat("a", 5000)), file("o-r-1/b.txt", "b\n"), file("o-r-1/c.txt", "c\n"))
 	archive := gz(t, raw)
 

@@ -20,6 +20,7 @@ import (
 // still answers only that token's facts (the read itself stays this
 // tenant's).
 func TestAuthCheckRidesAlong(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a := seedTenant(t, env, "acme")

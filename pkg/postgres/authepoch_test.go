@@ -22,6 +22,7 @@ import (
 // that changes nothing, recording a token's use and a new token do not; and
 // nobody but the triggers can set an epoch back, nor TRUNCATE the tables.
 func TestAuthEpochs(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a := seedTenant(t, env, "acme")
@@ -223,6 +224,7 @@ func TestAuthEpochs(t *testing.T) {
 // it is not, and Facts looks the token up, with the new epoch; cached facts
 // of another tenant ride along in full.
 func TestAuthCheckByEpoch(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a := seedTenant(t, env, "acme")
@@ -296,6 +298,7 @@ func TestAuthCheckByEpoch(t *testing.T) {
 // every other lock. (Taken at the first changing statement, each of these
 // deadlocked.)
 func TestAuthEpochsNoDeadlock(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a := seedTenant(t, env, "acme")

@@ -287,6 +287,7 @@ type codeBenchFixture struct {
 // A variants run leaves the last version of policies/search.sql it applied
 // in the held database.
 func TestHoldCodeBenchFixture(t *testing.T) {
+	t.Parallel()
 	out := os.Getenv("BENCH_HOLD")
 	if out == "" {
 		t.Skip("BENCH_HOLD names no file to hold a fixture for")

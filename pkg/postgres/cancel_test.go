@@ -16,6 +16,7 @@ import (
 // would sleep for an hour: if it were not cancelled, the wait below would
 // run into the test binary's timeout and fail.
 func TestContextCancelsTheQuery(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	const marker = "SELECT pg_sleep(3600) -- context-cancel-test"

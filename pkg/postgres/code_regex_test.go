@@ -64,6 +64,7 @@ var regexCases = []string{
 // matching pairs, and enough pairs the prefilter rejects, to be worth
 // something.
 func TestRegexPrefilterIsSound(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(11, 2))
@@ -233,6 +234,7 @@ func TestRegexPrefilterIsSound(t *testing.T) {
 // ARE that matches it, and a literal query's ARE matches only text that
 // holds it: no character is ever read as ARE syntax.
 func TestRegexPrefilterEscapes(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	var chars []string
@@ -285,6 +287,7 @@ func TestRegexPrefilterEscapes(t *testing.T) {
 // compile is dropped (the patterns alone decide) instead of failing the
 // search; a good one filters.
 func TestSearchCandidatesDropsABadRegex(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	tenant, repos := seedCode(t, env, "badre", 2, 50)
@@ -346,6 +349,7 @@ func threeInARow(s string) bool {
 // fold beyond ASCII also must still be scoped (the plan's ARE carries
 // their trigrams when the patterns widen them).
 func TestSearchPrefilterIsSound(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(5, 8))

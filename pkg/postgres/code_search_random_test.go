@@ -34,6 +34,7 @@ import (
 // so a failure reproduces. Under -short fewer queries run per tenant, but
 // every kind of repository set, pattern set and position still does.
 func TestSearchCandidatesRandom(t *testing.T) {
+	t.Parallel()
 	seed := uint64(1)
 	if s := os.Getenv("CODE_SEARCH_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)

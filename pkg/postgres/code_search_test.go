@@ -173,6 +173,7 @@ func seedCodeThin(t testing.TB, env *pgtest.Env) (tenant string, repoIDs []int64
 // large pages) and checks that the chunk ids are exactly, and in the order
 // of, a plain reference.
 func TestSearchCandidatesMatchesReference(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	tenant, repos := seedCode(t, env, "code", 12, 200) // 2,160 files under src/: a broad prefix has over 2,000
 	checkCandidates(t, env, tenant, []repoSet{
@@ -198,6 +199,7 @@ func TestSearchCandidatesMatchesReference(t *testing.T) {
 // the dense patterns with pages of one or two chunks were most of the
 // time, and their first 40 pages already cross a repository's boundary.
 func TestSearchCandidatesHandoffs(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	tenant, repos := seedCodeSpread(t, env, "spread", 12, 100, 3)
 	// The spread tenant has trigram estimates (the index is asked with a
@@ -449,6 +451,7 @@ func checkCandidatesPages(t *testing.T, env *pgtest.Env, tenant string, sets []r
 // the narrow path prefix's slices; regular expressions too (their
 // literals and ARE in one expression), against ILIKE and ~ themselves.
 func TestSearchCandidatesChecksAsILIKE(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	tenant, repos := seedCodeSpread(t, env, "ilike", 12, 100, 3)
@@ -538,6 +541,7 @@ func pageCandidates(t *testing.T, db postgres.TenantDB, repos []int64, f filter,
 // runtime role, with another tenant's repository ids in every branch of its
 // plan: it returns nothing.
 func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a, aRepos := seedCode(t, env, "alpha", 2, 20)
@@ -644,6 +648,7 @@ func TestSearchCandidatesStaysInItsTenant(t *testing.T) {
 // change cannot silently fall back to reading every chunk, or to the trigram
 // index over the whole tenant when a bucket would do.
 func TestSearchCandidatesPlans(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	tenant, repos := seedCode(t, env, "code", 12, 200)
 	spread, spreadRepos := seedCodeSpread(t, env, "spread", 12, 100, 3)

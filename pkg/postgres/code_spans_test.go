@@ -97,6 +97,7 @@ const (
 // which counts them as moved out of path order); an UPDATE of a chunk's id
 // or file is refused, one of its content is not.
 func TestCodeFileSpans(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	tenant, repos := seedCodeInterleaved(t, env)
@@ -190,6 +191,7 @@ func checkSpans(t *testing.T, env *pgtest.Env, tenant string, exact []int64) {
 // chunk of a repository the caller was not given, although its path is
 // under the prefix and its id inside a run.
 func TestSearchCandidatesRunsInterleaved(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	tenant, repos := seedCodeInterleaved(t, env)
 	refreshCodeStats(t, env, tenant)

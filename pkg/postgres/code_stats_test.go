@@ -52,6 +52,7 @@ func everyChunk(n int64, grams ...string) map[string]int64 {
 // a tenant whose chunk count moved less than a tenth, and indexing a
 // repository refreshes.
 func TestRefreshCodeStats(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a, _ := seedCode(t, env, "stats-a", 3, 100) // 600 chunks
@@ -155,6 +156,7 @@ func TestRefreshCodeStats(t *testing.T) {
 // small multiplies them past what exp() can represent; the estimate is
 // clamped instead of failing the search (found in review: SQLSTATE 22003).
 func TestCodeStatsLongLiteral(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	tenant, repos := seedCodeSpread(t, env, "long", 12, 100, 3)

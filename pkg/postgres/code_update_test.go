@@ -55,6 +55,7 @@ type storedChunk struct {
 // writes nothing; a whole indexing starts the count from zero. Searches
 // see the new text, not the old, in every case.
 func TestUpdateIndexKeepsPathOrder(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	tenant := seedTenant(t, env, "update")
@@ -259,6 +260,7 @@ func TestUpdateIndexKeepsPathOrder(t *testing.T) {
 // search under a path prefix sees them: none for a repository written
 // whole, two for each file an update moved into the middle of the order.
 func TestCodeFilesMovedFill(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	tenant := seedTenant(t, env, "fill")
@@ -323,6 +325,7 @@ func TestCodeFilesMovedFill(t *testing.T) {
 // file and waited for the last, the redaction waited for the first, and
 // PostgreSQL aborted one of them.)
 func TestIndexWritersLockTheRepositoryFirst(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	tenant := seedTenant(t, env, "locks")

@@ -24,6 +24,7 @@ import (
 // PostgreSQL's default 4 MB it left hundreds), and a pull request's head
 // leaves none in its overlay's index.
 func TestCodeGINPendingListsStaySmall(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 
@@ -128,6 +129,7 @@ func TestCodeGINPendingListsStaySmall(t *testing.T) {
 // entry left in the indexes, so autovacuum visits code_chunks and
 // code_files after 2 % of their rows change, not 20 % (migration 0069).
 func TestCodeTablesVacuumSooner(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	want := []string{
 		"autovacuum_vacuum_threshold=1000", "autovacuum_vacuum_scale_factor=0.02",
@@ -154,6 +156,7 @@ func TestCodeTablesVacuumSooner(t *testing.T) {
 // neighbours in the span index's buckets. Two sessions insert chunks
 // alternately, one at a time: each session's ids must follow one another.
 func TestChunkIDsComeInBlocks(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	var cache int64

@@ -14,6 +14,7 @@ import (
 // last, so that a caller's temporary objects can never shadow a table or
 // function the definer's code names.
 func TestSecurityDefinerSearchPath(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	rows, err := env.Admin.Pool.Query(context.Background(), `
 		SELECT p.proname, coalesce(array_to_string(p.proconfig, ';'), '')
@@ -52,6 +53,7 @@ func TestSecurityDefinerSearchPath(t *testing.T) {
 // TestServerKeyIsCreatedOnceAndShared: the runtime role creates the key on
 // first use and every later call (any replica) reads the same key.
 func TestServerKeyIsCreatedOnceAndShared(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	k1, err := env.App.ServerKey(ctx, "mcp_cursor")

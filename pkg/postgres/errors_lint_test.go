@@ -18,6 +18,7 @@ import (
 // and a new function without it fails here rather than in a log that says
 // only "no rows in result set".
 func TestErrorsCarryOperation(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)

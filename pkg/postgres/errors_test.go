@@ -18,6 +18,7 @@ import (
 // TestErrorsNameTheOperation: an error from storage says which operation
 // failed, and keeps the code and the user's message the edges translate.
 func TestErrorsNameTheOperation(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a := seedTenant(t, env, "acme")
@@ -35,6 +36,7 @@ func TestErrorsNameTheOperation(t *testing.T) {
 // exist is reported as such, but a failing statement is not turned into
 // "No such mapping." or a default role (the admin page and cltctl did both).
 func TestNotFoundOnlyForMissingRows(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a := seedTenant(t, env, "acme")
@@ -74,6 +76,7 @@ func TestNotFoundOnlyForMissingRows(t *testing.T) {
 // SQLSTATE (57014), not by the server's message, which a translated
 // lc_messages would change.
 func TestQueryCanceledBySQLState(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a := seedTenant(t, env, "acme")

@@ -55,6 +55,7 @@ func loadReference(t *testing.T, env *pgtest.Env, tenant string) []refFinding {
 // common and rare words, each filter, and paging to the end, the ids and
 // their order are exactly the reference's.
 func TestSearchFindingsMatchesReference(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	s, err := pgtest.SeedBigTenant(ctx, env.AdminURL, "big", pgtest.Scaled(40))
@@ -161,6 +162,7 @@ func head(x []int64) []int64 { return x[:min(len(x), 5)] }
 // directly, as the runtime role, with another tenant's repository ids and
 // with p_all: it returns nothing of the other tenant.
 func TestSearchFindingIDsStaysInItsTenant(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a, err := pgtest.SeedBigTenant(ctx, env.AdminURL, "tenant-a", pgtest.Scaled(400))
@@ -222,6 +224,7 @@ func TestSearchFindingIDsStaysInItsTenant(t *testing.T) {
 // tenant's findings. auto_explain logs the plans of the statements inside
 // search_finding_ids too; they reach the test as notices.
 func TestSearchFindingsPlans(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	s, err := pgtest.SeedBigTenant(ctx, env.AdminURL, "big", pgtest.Scaled(20))

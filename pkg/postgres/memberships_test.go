@@ -16,6 +16,7 @@ import (
 // no longer lists is expired and loses their repositories; users without
 // a GitHub id and other tenants are untouched.
 func TestApplyGitHubMemberships(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a, b := seedTenant(t, env, "acme"), seedTenant(t, env, "other")

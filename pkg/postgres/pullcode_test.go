@@ -23,6 +23,7 @@ func file(path, content string) codeindex.File {
 // an unknown pull request, and dropping closed pull requests removes
 // their overlay.
 func TestPullIndex(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a, b := seedTenant(t, env, "acme"), seedTenant(t, env, "other")
@@ -149,6 +150,7 @@ func TestPullIndex(t *testing.T) {
 // index only for a pull request of 2,000 files or more), phase 2 what
 // search_code_candidates reads for one repository; never every chunk.
 func TestSearchPullCandidatesPlans(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	tenant, repos := seedCode(t, env, "pulls", 3, 400)

@@ -61,6 +61,7 @@ func explainDB(t *testing.T, adminURL, appRole string, settings ...string) (*pos
 // a sequential scan is cheaper, so sequential scans are switched off: the
 // test is about what the index can serve.
 func TestRepositoryReadPlans(t *testing.T) {
+	t.Parallel()
 	env, s := seedBig(t, 20) // 150 repositories, the member sees 100 (wide grants)
 	ctx := context.Background()
 	db, plans := explainDB(t, env.AdminURL, env.Roles.App, "SET enable_seqscan = off")

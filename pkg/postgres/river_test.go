@@ -16,6 +16,7 @@ import (
 // held them all and waited forever for one more.) A second session cannot
 // take the lock until it is released.
 func TestAdvisoryLockTakesNoPoolConnection(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	tn := seedTenant(t, env, "acme")

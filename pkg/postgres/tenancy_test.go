@@ -20,6 +20,7 @@ import (
 // and owns nothing, no installation role has BYPASSRLS, and a query without
 // a tenant fails instead of returning rows.
 func TestRLSCatalog(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 
@@ -177,6 +178,7 @@ func TestRLSCatalog(t *testing.T) {
 // TestCheckRuntimeRoleRefusesPrivilegedRoles shows the start-up check fails
 // for a superuser connection.
 func TestCheckRuntimeRoleRefusesPrivilegedRoles(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	var super bool
 	if err := env.Admin.Pool.QueryRow(context.Background(), "SELECT rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&super); err != nil {
@@ -195,6 +197,7 @@ func TestCheckRuntimeRoleRefusesPrivilegedRoles(t *testing.T) {
 // connection, so every transaction reuses the same session, and shows the
 // tenant setting of one transaction (or batched read) is gone in the next.
 func TestNoTenantSettingSurvivesTransaction(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a := seedTenant(t, env, "acme")
@@ -269,6 +272,7 @@ func TestNoTenantSettingSurvivesTransaction(t *testing.T) {
 // TestTenantIsolation: inside tenant A's transaction, tenant B's rows are
 // invisible and cannot be written, even without a WHERE clause.
 func TestTenantIsolation(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a := seedTenant(t, env, "acme")
@@ -336,6 +340,7 @@ func TestTenantIsolation(t *testing.T) {
 // TestAuthFunctionIsNarrow: the runtime role reads tokens across tenants
 // only through auth_token, which returns facts for one hash and nothing else.
 func TestAuthFunctionIsNarrow(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a := seedTenant(t, env, "acme")
@@ -367,6 +372,7 @@ func TestAuthFunctionIsNarrow(t *testing.T) {
 }
 
 func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, env.AdminURL)
@@ -447,6 +453,7 @@ func createToken(t *testing.T, env *pgtest.Env, tenantID, email, name string, da
 // TestReadTenantTimeout: the statement timeout set in the batch applies to
 // the query, and does not outlive it on the pooled connection.
 func TestReadTenantTimeout(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	a := seedTenant(t, env, "acme")

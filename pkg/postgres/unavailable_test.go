@@ -36,6 +36,7 @@ func oneConnPool(t *testing.T, url string) (*postgres.DB, int) {
 // error; the pool reconnects for the next read; a failing statement stays
 // an internal error.
 func TestConnectionLossIsUnavailable(t *testing.T) {
+	t.Parallel()
 	env := pgtest.New(t)
 	ctx := context.Background()
 	tenant := "00000000-0000-0000-0000-000000000001"

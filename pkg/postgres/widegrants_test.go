@@ -20,6 +20,7 @@ import (
 // repository count is read once and then again only after its time to live,
 // so a tenant that grows is seen within that time.
 func TestWideGrants(t *testing.T) {
+	t.Parallel()
 	env, s := seedBig(t, 40) // 75 repositories
 	ctx := context.Background()
 	var now atomic.Int64
@@ -77,6 +78,7 @@ func TestWideGrants(t *testing.T) {
 // (no grant array in the statement); an ungranted repository, by id or by
 // name, is "Not found." like an unknown one.
 func TestResolveRepositoryChecksGrants(t *testing.T) {
+	t.Parallel()
 	env, s := seedBig(t, 400) // 7 repositories, 5 granted
 	ctx := context.Background()
 	tdb := env.App.Tenant(s.TenantID)
@@ -111,6 +113,7 @@ func TestResolveRepositoryChecksGrants(t *testing.T) {
 // a query; IndexedRepositoryIDs) return exactly the granted repositories
 // in both forms of the grant check.
 func TestRepositoryReadsWithWideGrants(t *testing.T) {
+	t.Parallel()
 	env, s := seedBig(t, 40) // 75 repositories, 50 granted
 	ctx := context.Background()
 	// Every third repository has a code index.

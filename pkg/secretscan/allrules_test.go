@@ -85,6 +85,7 @@ func ruleSamples(t testing.TB) []ruleSample {
 // token in every context of the corpus test, a secret that needs its
 // context as its whole line, alone, in a review and twice.
 func TestRedactEveryRule(t *testing.T) {
+	t.Parallel()
 	red := New()
 	ss := ruleSamples(t)
 	if len(ss) < 200 {

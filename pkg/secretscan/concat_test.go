@@ -34,6 +34,7 @@ func splits(s string) [][]string {
 // string literals joined by concatenation (to get it past a scanner, or
 // to fit a line) is found as if written whole, and every piece is hidden.
 func TestRedactConcatenatedSecrets(t *testing.T) {
+	t.Parallel()
 	red := New()
 	checked, missed := 0, map[string]int{}
 	for _, s := range ruleSamples(t) {
@@ -67,6 +68,7 @@ func TestRedactConcatenatedSecrets(t *testing.T) {
 // TestConcatenationLeavesCodeAlone: ordinary concatenations are not joined
 // into findings, and the text around a joined secret is kept.
 func TestConcatenationLeavesCodeAlone(t *testing.T) {
+	t.Parallel()
 	red := New()
 	for _, in := range []string{
 		`msg := "hello, " + name + "!"`,

@@ -59,6 +59,7 @@ var plantContexts = []plantContext{
 // checks that no part of it survives, the text around it does, and the
 // redactions are counted.
 func TestRedactCorpusContexts(t *testing.T) {
+	t.Parallel()
 	r := New()
 	rs, err := rules()
 	if err != nil {
@@ -172,6 +173,7 @@ func TestRedactCorpusContexts(t *testing.T) {
 // TestRedactAllCorpusInOneString plants every corpus line in one realistic
 // 32 KiB review.
 func TestRedactAllCorpusInOneString(t *testing.T) {
+	t.Parallel()
 	es := loadCorpus(t)
 	var lines []string
 	for _, e := range es {

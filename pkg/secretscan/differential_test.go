@@ -123,6 +123,7 @@ func narrowed(ruleID, secret string) bool {
 }
 
 func TestRedactCoversGitleaks(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: runs gitleaks' detector")
 	}
@@ -161,6 +162,7 @@ func TestRedactCoversGitleaks(t *testing.T) {
 // Redact applies everywhere; generic findings that gitleaks drops in favour
 // of a specific rule on the same line).
 func TestWindowsMatchGitleaks(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: runs gitleaks' detector")
 	}

@@ -39,6 +39,7 @@ func encodedReviewBlock(t *testing.T, n int) string {
 // decode, the block is read line by line and a secret across a line break
 // is shown.
 func TestEncodedReviewWrappedExactMultipleFollowedByEOF(t *testing.T) {
+	t.Parallel()
 	plain := encodedReviewBlock(t, 96) // 128 base64 chars: two full 64-column lines
 	enc := base64.StdEncoding.EncodeToString([]byte(plain))
 	if len(enc) != 128 || strings.HasSuffix(enc, "=") {
@@ -66,6 +67,7 @@ func TestEncodedReviewWrappedExactMultipleFollowedByEOF(t *testing.T) {
 // with the block and learned as a tenant's known secret, so it is hidden
 // from every later text of the tenant.
 func TestEncodedReviewWrappedExactMultipleEatsNextWord(t *testing.T) {
+	t.Parallel()
 	plain := encodedReviewBlock(t, 96)
 	enc := base64.StdEncoding.EncodeToString([]byte(plain))
 	in := "cat <<EOF | base64 -d > .env\n" + wrap(enc, 64, "\n") + "\nFileSystem holds the files.\n"
@@ -87,6 +89,7 @@ func TestEncodedReviewWrappedExactMultipleEatsNextWord(t *testing.T) {
 // json_encode). The escape's letter joins the next line's run, which then
 // decodes misaligned, so only the first line is read.
 func TestEncodedReviewWrappedInJSONString(t *testing.T) {
+	t.Parallel()
 	plain := "# deploy credentials, rotated by the platform team every month\nexport GITHUB_TOKEN=" + encodedReviewToken + "\n"
 	enc := base64.StdEncoding.EncodeToString([]byte(plain))
 	if len(decodingDetector(t).DetectString(`"content":"`+enc+`"`)) == 0 {
@@ -120,6 +123,7 @@ func encodedReviewSlashy(t *testing.T) string {
 // secret is reported by it; the redactor undoes escapes only in the text as
 // written (decodeEscapes runs before decodeEncoded, never on its output).
 func TestEncodedReviewEscapesInsideDecodedText(t *testing.T) {
+	t.Parallel()
 	d := decodingDetector(t)
 	var pct strings.Builder
 	for i := 0; i < len(encodedReviewToken); i++ {
@@ -148,6 +152,7 @@ func hexByte(c byte) string {
 // levels deep; the redactor three (maxDecodeDepth), so a fourth level that
 // gitleaks reports is shown.
 func TestEncodedReviewDecodeDepthBelowGitleaks(t *testing.T) {
+	t.Parallel()
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	in := "BLOB=" + b64(b64(b64(b64("GITHUB_TOKEN="+encodedReviewToken))))
 	if len(decodingDetector(t).DetectString(in)) == 0 {
@@ -163,6 +168,7 @@ func TestEncodedReviewDecodeDepthBelowGitleaks(t *testing.T) {
 // the whole value "binary", so a secret in a base64 config is shown. (gitleaks
 // has the same limit; a reader decoding the value sees the token.)
 func TestEncodedReviewNonASCIIDisablesDecoding(t *testing.T) {
+	t.Parallel()
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	for _, plain := range []string{
 		"# Zugangsdaten für die Produktion\nGITHUB_TOKEN=" + encodedReviewToken + "\n",
@@ -179,6 +185,7 @@ func TestEncodedReviewNonASCIIDisablesDecoding(t *testing.T) {
 // space (editors, YAML emitters, copy and paste) is not joined; a secret
 // across a line break is shown.
 func TestEncodedReviewWrappedTrailingSpaces(t *testing.T) {
+	t.Parallel()
 	plain := encodedReviewBlock(t, 96) + "# end of file\n"
 	enc := base64.StdEncoding.EncodeToString([]byte(plain))
 	in := "config: |\n  " + wrap(enc, 64, " \n  ") + "\n"
@@ -193,6 +200,7 @@ func TestEncodedReviewWrappedTrailingSpaces(t *testing.T) {
 // (where the rules cannot decode it: it is read misaligned) is shown
 // although it is a known secret of the tenant.
 func TestEncodedReviewKnownEncodedRunGlued(t *testing.T) {
+	t.Parallel()
 	enc := base64.StdEncoding.EncodeToString([]byte("GITHUB_TOKEN=" + encodedReviewToken + "\n\n"))
 	if !strings.HasSuffix(enc, "=") || strings.ContainsAny(enc, "+/") {
 		t.Fatalf("want padding and no + or /: %q", enc)

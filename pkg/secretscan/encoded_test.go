@@ -90,6 +90,7 @@ func decodingDetector(t testing.TB) *detect.Detector {
 // value is gone from the answer. The encodings gitleaks does not decode
 // (\x, octal, \U) are held to the same standard as the ones it does.
 func TestRedactEncodedSecrets(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: runs gitleaks' decoding detector")
 	}
@@ -179,6 +180,7 @@ func decodeBackslashesForTest(s string) string {
 // under the rule that found the decoded secret, and the text around it is
 // kept.
 func TestRedactEncodedKeepsSurroundings(t *testing.T) {
+	t.Parallel()
 	red := New()
 	token := "ghp_" + strings.Repeat("A1b2C3d4E5", 3) + "f6G7h8"
 	for _, e := range encodings[:7] {
@@ -195,6 +197,7 @@ func TestRedactEncodedKeepsSurroundings(t *testing.T) {
 // TestRedactEncodedLeavesPlainText: encoded text without a secret, and
 // identifiers and hashes that merely look encoded, are left alone.
 func TestRedactEncodedLeavesPlainText(t *testing.T) {
+	t.Parallel()
 	red := New()
 	for _, in := range []string{
 		base64.StdEncoding.EncodeToString([]byte("The quick brown fox jumps over the lazy dog")),
@@ -213,6 +216,7 @@ func TestRedactEncodedLeavesPlainText(t *testing.T) {
 // TestFindEncodedLearnsTheEncodedValue: the encoded value is what a tenant's
 // known secrets learn, so the same blob elsewhere is hidden too.
 func TestFindEncodedLearnsTheEncodedValue(t *testing.T) {
+	t.Parallel()
 	red := New()
 	token := "ghp_" + strings.Repeat("Z9y8X7w6V5", 3) + "u4T3s2"
 	enc := base64.StdEncoding.EncodeToString([]byte("token: " + token))
@@ -232,6 +236,7 @@ func TestFindEncodedLearnsTheEncodedValue(t *testing.T) {
 // material) is skipped whole, and a wrapped secret after it is still found;
 // two blocks of different widths are read apart.
 func TestRedactWrappedBlocks(t *testing.T) {
+	t.Parallel()
 	bin := make([]byte, 40000)
 	for i := range bin {
 		bin[i] = byte(i*7919>>3) | 0x80

@@ -14,6 +14,7 @@ import (
 // and prose without secrets, whole files and line by line (as code lines
 // reach Redact), and reports what fires.
 func TestFalsePositivesGoSource(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(build.Default.GOROOT, "src", "net", "http", "*.go"))
 	if err != nil || len(files) == 0 {
 		t.Skipf("no Go sources under %s", build.Default.GOROOT)
@@ -50,6 +51,7 @@ func TestFalsePositivesGoSource(t *testing.T) {
 // TestFalsePositivesReviewText: the generator's realistic review text holds
 // no secrets.
 func TestFalsePositivesReviewText(t *testing.T) {
+	t.Parallel()
 	r := New()
 	for seed := uint64(0); seed < 20; seed++ {
 		s := newReviewGen(seed).text(32 * 1024)

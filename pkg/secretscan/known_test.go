@@ -10,6 +10,7 @@ import (
 )
 
 func TestKnownSecretsAreRedactedAnywhere(t *testing.T) {
+	t.Parallel()
 	r := New()
 	const pw = "wR62KUyUeZjRbz1QtCoM"
 	found := r.Find(`db_password = "` + pw + `"`)
@@ -60,6 +61,7 @@ func TestKnownSecretsAreRedactedAnywhere(t *testing.T) {
 // TestKnownInPaths: a known base64 value (which may hold, start or end
 // with '/') glued into a path by slashes is still found.
 func TestKnownInPaths(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"Q2xhc3NpZmllZDpzZWNyZXQ", "ab/cdEFGhijKLmn+op", "/abcDEFghiJKL012", "abcDEFghiJKL012/"} {
 		h := sha256.Sum256([]byte(v))
 		k := NewKnown([]Found{{RuleID: "private-key", Fingerprint: h, Length: len(v)}})
@@ -78,6 +80,7 @@ func TestKnownInPaths(t *testing.T) {
 // in a path, a glob, a sentence. Base64 values holding '+' or '/' are the
 // ones no keyword rule catches on their own.
 func TestKnownValueOfKeyedSecret(t *testing.T) {
+	t.Parallel()
 	r := New()
 	for _, v := range []string{"+UzoFf3b8oIJSGz0fq9bFvybJ8SpfFPq", "LPcSV/sTePk9a5OSjsNyqgxZSGm/eAdY", "/Xe8455hGHGLKtrcy6bMrk2/owzJWB6F"} {
 		for _, doc := range []string{
@@ -105,6 +108,7 @@ func TestKnownValueOfKeyedSecret(t *testing.T) {
 // Secret — settings, host names, a word cut off inside a longer one — are
 // not learned, so later text of the tenant keeps them.
 func TestKeyedRulesTeachNoWords(t *testing.T) {
+	t.Parallel()
 	r := New()
 	for _, tc := range []struct{ doc, word, later string }{
 		{"kind: ConfigMap\ndata:\n  DATABASE_HOST: postgresql.default.svc\n---\nkind: Secret\n", "postgresql", "connect to postgresql on port 5432"},
@@ -132,6 +136,7 @@ func TestKeyedRulesTeachNoWords(t *testing.T) {
 // over texts made of known values, near misses and every kind of
 // separator, including paths of more slashes than slashCuts considers.
 func TestKnownRedactMatchesReference(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 11))
 	const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
 	word := func(n int, set string) string {
@@ -200,6 +205,7 @@ func TestKnownRedactMatchesReference(t *testing.T) {
 // TestKnownClassesNested: every class admits every byte a stricter one
 // does (Known.Redact finds the runs of all classes in one pass on that).
 func TestKnownClassesNested(t *testing.T) {
+	t.Parallel()
 	for i := 1; i < len(classes); i++ {
 		for c := 0; c < 256; c++ {
 			if classes[i-1](byte(c)) && !classes[i](byte(c)) {
@@ -216,6 +222,7 @@ func TestKnownClassesNested(t *testing.T) {
 // repeats until a pass finds nothing: redacting the result again changes
 // nothing, and every data value is learned.
 func TestKubernetesSecretIsAFixedPoint(t *testing.T) {
+	t.Parallel()
 	r := New()
 	values := []string{
 		"cG9zdGdyZXM6Ly9hZG1pbjpTM2NyM3RQYXNzdzByZFpxQGRiOjU0MzIvYXBw",
@@ -255,6 +262,7 @@ func TestKubernetesSecretIsAFixedPoint(t *testing.T) {
 // credential is replaced. Variables, placeholders and documentation words
 // in their place are not secrets.
 func TestCredentialsInURLsAndAuthorization(t *testing.T) {
+	t.Parallel()
 	r := New()
 	for _, tc := range []struct{ in, secret string }{
 		{`db := "postgres://admin:S3cr3tPassw0rdZq@db.internal:5432/app"`, "S3cr3tPassw0rdZq"},
@@ -331,6 +339,7 @@ func TestCredentialsInURLsAndAuthorization(t *testing.T) {
 // URL's %3D) shared its run
 // with the escape's letters and was shown bare.
 func TestKnownAfterEscapes(t *testing.T) {
+	t.Parallel()
 	const v = "Vb7Nq3Xz9Lk2Wm5Rt"
 	_, found := New().RedactAndFind("password: " + v + "\n")
 	k := NewKnown(found)
@@ -361,6 +370,7 @@ func TestKnownAfterEscapes(t *testing.T) {
 // "postgres" learned from postgres://postgres:postgres@db hid the word from
 // every search of the tenant.
 func TestNewRulesTeachNoWords(t *testing.T) {
+	t.Parallel()
 	r := New()
 	for _, tc := range []struct{ doc, later string }{
 		{"DATABASE_URL: postgres://postgres:postgres@db:5432/app", "connect with postgres to the db"},
@@ -386,6 +396,7 @@ func TestNewRulesTeachNoWords(t *testing.T) {
 // its line (an empty value, or a value on the lines below) panicked
 // (a review found it in gitleaks' own sources).
 func TestSecretManifestEmptyValue(t *testing.T) {
+	t.Parallel()
 	r := New()
 	for _, in := range []string{
 		"apiVersion: v1\nkind: Secret\ndata:\n  password:\n",
@@ -406,6 +417,7 @@ func TestSecretManifestEmptyValue(t *testing.T) {
 // manifest's shape, including manifests in which no gitleaks rule opens a
 // window (the values were kept then); templates are not secrets.
 func TestSecretManifestShapes(t *testing.T) {
+	t.Parallel()
 	r := New()
 	for name, tc := range map[string]struct {
 		doc    string

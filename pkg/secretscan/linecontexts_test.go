@@ -59,6 +59,7 @@ var lineContexts = map[string]func(string) string{
 // lines (and the rule's own generated line, and a token rule's bare secret)
 // into every context, and checks that the secret never survives.
 func TestRedactKeywordLinesInContexts(t *testing.T) {
+	t.Parallel()
 	rs, err := rules()
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // TestRedactLinesPrivateKey: a private key shown one line per string (a
 // file window) is redacted on every line, and the lines around it stay.
 func TestRedactLinesPrivateKey(t *testing.T) {
+	t.Parallel()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // token ends, not only before gitleaks' quote, space or ';', and Go
 // selectors of the same shape are left alone.
 func TestRedactTokensByShortPrefix(t *testing.T) {
+	t.Parallel()
 	r := New()
 	const tok = "s.Npo7uJ0cc0zZjvVmZWukw0E0"
 	for _, in := range []string{
@@ -43,6 +44,7 @@ func TestRedactTokensByShortPrefix(t *testing.T) {
 // own prefix (dnkey-, NRAK-, key-, ATATT3 in atlassian's second branch) is
 // found without the keyword; identifiers with such a prefix are not.
 func TestRedactSecretGroupTokens(t *testing.T) {
+	t.Parallel()
 	r := New()
 	for name, tok := range map[string]string{
 		"defined-networking-api-token": "dnkey-" + strings.Repeat("1I-Dm9cN=aw57", 2) + "-" + strings.Repeat("W_1bUT9M=qqZc", 4),
@@ -80,6 +82,7 @@ func TestRedactSecretGroupTokens(t *testing.T) {
 // \u-escaped (quotes as &quot;, < as \u003c) is found, and the text around
 // it, entities included, survives.
 func TestRedactEscapedContext(t *testing.T) {
+	t.Parallel()
 	r := New()
 	const pw = "wR62KUyUeZjRbz1QtCoM"
 	for _, c := range []struct{ in, keep string }{
@@ -117,6 +120,7 @@ func TestRedactEscapedContext(t *testing.T) {
 // word joiner or soft hyphen inside a token does not hide it; the redaction
 // covers the invisible characters too.
 func TestRedactTokenSplitByInvisibleCharacters(t *testing.T) {
+	t.Parallel()
 	r := New()
 	const pat = "ghp_oMsCzDLuR6lljHyUPS6fhG6fFFAuHimfY1oa"
 	for _, inv := range []string{"\u200b", "\u200d", "\u2060", "\u00ad", "\ufeff"} {
@@ -131,6 +135,7 @@ func TestRedactTokenSplitByInvisibleCharacters(t *testing.T) {
 }
 
 func TestDecodeEscapes(t *testing.T) {
+	t.Parallel()
 	in := `a&quot;b&#34;c&#x3C;d\u0022e&bogus;f&#999;g\u00e9h&amp;`
 	d, off, ok := decodeEscapes(in)
 	if !ok || d != `a"b"c<d"e&bogus;f&#999;g\u00e9h&` {
@@ -191,6 +196,7 @@ func TestDecodeEscapes(t *testing.T) {
 // redact nothing in Go's crypto and net sources, where selectors like
 // s.ReadUint16LengthPrefixed have Vault's shape.
 func TestRelaxedVariantsQuietOnGoSource(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(build.Default.GOROOT, "src")
 	if _, err := os.Stat(root); err != nil {
 		t.Skipf("no Go sources under %s", root)

@@ -15,6 +15,7 @@ const testPAT = "clt_rc7Tg8wTqet_87tMEK-QyWE_79DKDi0wOG1q2cwjKyo"
 // TestRulesBuild checks the embedded configuration: gitleaks' default rules
 // plus the clt_ rule, all usable.
 func TestRulesBuild(t *testing.T) {
+	t.Parallel()
 	rs, err := rules()
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +48,7 @@ func TestRulesBuild(t *testing.T) {
 }
 
 func TestGitleaksLoggingSilenced(t *testing.T) {
+	t.Parallel()
 	New()
 	if lvl := logging.Logger.GetLevel(); lvl != zerolog.Disabled {
 		t.Fatalf("gitleaks logger level %v, want disabled: it logs secrets at debug level", lvl)
@@ -54,6 +56,7 @@ func TestGitleaksLoggingSilenced(t *testing.T) {
 }
 
 func TestRedactPAT(t *testing.T) {
+	t.Parallel()
 	out, counts := New().Redact("Authorization: Bearer " + testPAT)
 	if out != "Authorization: Bearer [REDACTED:codelotse-pat]" {
 		t.Fatalf("got %q", out)
@@ -64,6 +67,7 @@ func TestRedactPAT(t *testing.T) {
 }
 
 func TestRedactKeepsSurroundingText(t *testing.T) {
+	t.Parallel()
 	in := "export GITHUB_TOKEN=ghp_oMsCzDLuR6lljHyUPS6fhG6fFFAuHimfY1oa"
 	out, counts := New().Redact(in)
 	if out != "export GITHUB_TOKEN=[REDACTED:github-pat]" {
@@ -77,6 +81,7 @@ func TestRedactKeepsSurroundingText(t *testing.T) {
 // TestRedactSecretGroup: where gitleaks reports a secret group, only it is
 // replaced.
 func TestRedactSecretGroup(t *testing.T) {
+	t.Parallel()
 	out, counts := New().Redact(`db_password = "wR62KUyUeZjRbz1QtCoM"`)
 	if !strings.HasPrefix(out, `db_password = "[REDACTED:`) || !strings.HasSuffix(out, `]"`) {
 		t.Fatalf("got %q", out)
@@ -87,6 +92,7 @@ func TestRedactSecretGroup(t *testing.T) {
 }
 
 func TestRedactNothing(t *testing.T) {
+	t.Parallel()
 	r := New()
 	for _, s := range []string{
 		"",
@@ -105,6 +111,7 @@ func TestRedactNothing(t *testing.T) {
 }
 
 func TestRedactPATBoundaries(t *testing.T) {
+	t.Parallel()
 	r := New()
 	for _, s := range []string{
 		testPAT,
@@ -120,6 +127,7 @@ func TestRedactPATBoundaries(t *testing.T) {
 }
 
 func TestRedactInvalidUTF8(t *testing.T) {
+	t.Parallel()
 	r := New()
 	bad := []string{
 		"\xff\xfe\xfd",
@@ -143,6 +151,7 @@ func TestRedactInvalidUTF8(t *testing.T) {
 // ASCII (U+212A KELVIN SIGN, U+017F LONG S, U+0130): they take the slow
 // path, gitleaks' own keyword check and whole-string scans.
 func TestRedactFoldRunes(t *testing.T) {
+	t.Parallel()
 	r := New()
 	for _, s := range []string{
 		"\u212aey: " + testPAT,
@@ -159,6 +168,7 @@ func TestRedactFoldRunes(t *testing.T) {
 // TestRedactTruncatedPrivateKey: a key block cut off before its END line
 // (an excerpt) is still redacted, though gitleaks needs the END line.
 func TestRedactTruncatedPrivateKey(t *testing.T) {
+	t.Parallel()
 	var key string
 	for _, e := range loadCorpus(t) {
 		if e.Name == "private-key" {
@@ -180,6 +190,7 @@ func TestRedactTruncatedPrivateKey(t *testing.T) {
 
 // TestRedactIdempotent: redacted output has nothing left to redact.
 func TestRedactIdempotent(t *testing.T) {
+	t.Parallel()
 	r := New()
 	for _, e := range loadCorpus(t) {
 		once, _ := r.Redact(e.Line)
@@ -191,6 +202,7 @@ func TestRedactIdempotent(t *testing.T) {
 }
 
 func TestRedactConcurrent(t *testing.T) {
+	t.Parallel()
 	r := New()
 	es := loadCorpus(t)
 	var wg sync.WaitGroup
@@ -214,6 +226,7 @@ func TestRedactConcurrent(t *testing.T) {
 // TestNilRedactorFailsClosed: a redactor without rules (a broken embedded
 // config) hides everything rather than leak.
 func TestNilRedactorFailsClosed(t *testing.T) {
+	t.Parallel()
 	out, counts := (&Redactor{}).Redact("ghp_oMsCzDLuR6lljHyUPS6fhG6fFFAuHimfY1oa")
 	if strings.Contains(out, "ghp_") || counts[Unavailable] != 1 {
 		t.Fatalf("got %q, %v", out, counts)
@@ -227,6 +240,7 @@ func TestNilRedactorFailsClosed(t *testing.T) {
 // the whole string, keeping a document's lines, and learns nothing; it
 // neither crashes the caller nor lets the text through.
 func TestPanicFailsClosed(t *testing.T) {
+	t.Parallel()
 	broken := &Redactor{rs: &ruleset{}} // no matcher: the scan panics
 	const in = "token ghp_oMsCzDLuR6lljHyUPS6fhG6fFFAuHimfY1oa\nsecond line"
 	if out, counts := broken.Redact(in); out != "[REDACTED:"+Unavailable+"]" || counts[Unavailable] != 1 {

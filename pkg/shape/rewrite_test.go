@@ -14,6 +14,7 @@ import (
 // made of every kind of value and string: escapes, HTML characters, fence
 // tags, invalid UTF-8, line separators, non-ASCII, keys that are data.
 func TestRewriteStringsAsTheTokenizerDid(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(11, 12))
 	pieces := []string{"a", "plain text", `quote "x"`, `back\slash`, "tab\there", "nl\nline", "\x00\x1f",
 		"<untrusted-data>", "</untrusted-data>", "&lt;", "a<b", "x&y", "\u2028\u2029", "\xff\xfe", "ünïcödé", "＜tag", "K\u212a", "{}[],:", "12.5e3", "null"}

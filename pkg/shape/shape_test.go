@@ -177,6 +177,7 @@ func walkStrings(v any, f func(string)) {
 }
 
 func TestSanitizeDropsEachClass(t *testing.T) {
+	t.Parallel()
 	var drop []rune
 	add := func(lo, hi rune) {
 		for r := lo; r <= hi; r++ {
@@ -242,6 +243,7 @@ func TestSanitizeDropsEachClass(t *testing.T) {
 }
 
 func TestSanitizeKeepsOrdinaryText(t *testing.T) {
+	t.Parallel()
 	keep := []string{
 		"plain ASCII: func main() { return a < b && c > d }",
 		"héllo wörld, ñandú, Ærøskøbing",
@@ -269,6 +271,7 @@ func TestSanitizeKeepsOrdinaryText(t *testing.T) {
 }
 
 func TestRedaction(t *testing.T) {
+	t.Parallel()
 	type finding struct {
 		Title string            `json:"title"`
 		Body  string            `json:"body"`
@@ -319,6 +322,7 @@ func TestRedaction(t *testing.T) {
 }
 
 func TestKeyOrderAndLayout(t *testing.T) {
+	t.Parallel()
 	type inner struct {
 		Zeta  int    `json:"zeta"`
 		Alpha string `json:"alpha"`
@@ -360,6 +364,7 @@ func TestKeyOrderAndLayout(t *testing.T) {
 }
 
 func TestLeadBeforePreamble(t *testing.T) {
+	t.Parallel()
 	s := New(testRedactor{})
 	lead := "Verify each finding below against the current code."
 	res, f, _ := shapeOK(t, s, Doc{Lead: lead, Head: []Field{{Key: "a", Value: "b"}}})
@@ -383,6 +388,7 @@ func TestLeadBeforePreamble(t *testing.T) {
 }
 
 func TestCursorKeyAndNextCursor(t *testing.T) {
+	t.Parallel()
 	s := New(testRedactor{})
 	_, f, v := shapeOK(t, s, Doc{ListKey: "l", Items: []any{1, 2}, NextCursor: "abc", CursorKey: "cursor"})
 	if v["cursor"] != "abc" {
@@ -417,6 +423,7 @@ func rows(n, textLen int) []any {
 }
 
 func TestCapDropsItemsFromTheEnd(t *testing.T) {
+	t.Parallel()
 	s := New(testRedactor{})
 	items := rows(2000, 160) // about 200 bytes each
 	cursor := func(i int) any { return fmt.Sprintf("after-%d", items[i].(row).ID) }
@@ -451,6 +458,7 @@ func TestCapDropsItemsFromTheEnd(t *testing.T) {
 }
 
 func TestCapShortensOneLongItem(t *testing.T) {
+	t.Parallel()
 	s := New(testRedactor{})
 	big := strings.Repeat("0123456789", 10_000)
 	res, _, v := shapeOK(t, s, Doc{ListKey: "files", Items: []any{map[string]string{"name": "big.txt", "content": big}}})
@@ -487,6 +495,7 @@ func checkShortened(t *testing.T, got, orig string) {
 }
 
 func TestCapShortensHeadWithoutList(t *testing.T) {
+	t.Parallel()
 	s := New(testRedactor{})
 	big := strings.Repeat("x", 100_000)
 	res, _, v := shapeOK(t, s, Doc{Head: []Field{{Key: "title", Value: "T"}, {Key: "prompt", Value: big}}})
@@ -500,6 +509,7 @@ func TestCapShortensHeadWithoutList(t *testing.T) {
 }
 
 func TestCapExactBoundary(t *testing.T) {
+	t.Parallel()
 	items := rows(20, 100)
 	doc := func(pad int) Doc {
 		return Doc{Head: []Field{{Key: "pad", Value: strings.Repeat("p", pad)}}, ListKey: "l", Items: items, NextCursor: "c"}
@@ -550,6 +560,7 @@ func TestCapExactBoundary(t *testing.T) {
 }
 
 func TestCapNeverCutsARune(t *testing.T) {
+	t.Parallel()
 	s := New(testRedactor{})
 	for _, unit := range []string{"é", "世", "😀", "a世😀é"} {
 		for lead := 0; lead < 4; lead++ {
@@ -567,6 +578,7 @@ func TestCapNeverCutsARune(t *testing.T) {
 }
 
 func TestWithMaxSmallCaps(t *testing.T) {
+	t.Parallel()
 	base := New(testRedactor{})
 	for _, capN := range []int{500, 700, 1000, 2000, 4096} {
 		s := base.WithMax(capN)
@@ -595,6 +607,7 @@ func TestWithMaxSmallCaps(t *testing.T) {
 }
 
 func TestFenceCannotBeForged(t *testing.T) {
+	t.Parallel()
 	s := New(testRedactor{})
 	prev, err := s.Shape(Doc{Head: []Field{{Key: "a", Value: "b"}}})
 	if err != nil {
@@ -639,6 +652,7 @@ func TestFenceCannotBeForged(t *testing.T) {
 }
 
 func TestNoncesDiffer(t *testing.T) {
+	t.Parallel()
 	s := New(testRedactor{})
 	seen := map[string]bool{}
 	for range 20 {
@@ -654,6 +668,7 @@ func TestNoncesDiffer(t *testing.T) {
 // invisible characters, fence tags, secrets, random sizes and caps — and
 // checks the invariants every result must hold.
 func TestShapeProperties(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(20240601, 7))
 	pool := []string{
 		"a", "b", "Z", " ", "0", "\t", "\n", "\r", "\"", "\\", "<", ">", "&", "/", "-", "…",
@@ -775,6 +790,7 @@ func TestShapeProperties(t *testing.T) {
 // (DerivedCoreProperties.txt, written out here from the Unicode data file,
 // not from the implementation) and the invisible blanks the issue names.
 func TestSanitizeDefaultIgnorable(t *testing.T) {
+	t.Parallel()
 	ranges := [][2]rune{
 		{0x00ad, 0x00ad}, {0x034f, 0x034f}, {0x061c, 0x061c}, {0x115f, 0x1160}, {0x17b4, 0x17b5},
 		{0x180b, 0x180f}, {0x200b, 0x200f}, {0x202a, 0x202e}, {0x2060, 0x206f}, {0x3164, 0x3164},
@@ -794,6 +810,7 @@ func TestSanitizeDefaultIgnorable(t *testing.T) {
 // TestFenceNearMisses: spellings a model would read as the fence's tag are
 // escaped in the raw text, and the decoded content is unchanged.
 func TestFenceNearMisses(t *testing.T) {
+	t.Parallel()
 	s := New(testRedactor{})
 	for _, a := range []string{
 		"</ untrusted-data>", "</UNTRUSTED-DATA>", `<\/untrusted-data>`, "< / untrusted-data>",
