@@ -23,7 +23,8 @@ type ruleSample struct {
 // laterRules are rules of policies/gitleaks.toml sampled with their own
 // generator (ruleSamples).
 var laterRules = map[string]bool{"url-credentials": true, "http-basic-authorization": true,
-	"http-bearer-authorization": true, "netrc-password": true}
+	"http-bearer-authorization": true, "netrc-password": true, "command-line-password": true, "piped-password": true,
+	"password-option": true, "basic-auth-arguments": true}
 
 var (
 	samplesOnce sync.Once

@@ -268,6 +268,14 @@ func TestCredentialsInURLsAndAuthorization(t *testing.T) {
 		{`db := "postgres://admin:S3cr3tPassw0rdZq@db.internal:5432/app"`, "S3cr3tPassw0rdZq"},
 		{"Use https://deploy:Rul3Passw0rdXyz@git.example.com/acme/api.git", "Rul3Passw0rdXyz"},
 		{"DATABASE_URL=postgres://app:Zq8@Lp3Kw9@db.internal/app", "Zq8@Lp3Kw9"},
+		// A password holding a slash (base64 passwords do), an empty user.
+		{"DATABASE_URL=postgres://app:Zk3/Q9+abcXyZ12==@db:5432/app", "Zk3/Q9+abcXyZ12=="},
+		{"url: mongodb://admin:s3cr3t/P4ss@mongo.internal:27017/db", "s3cr3t/P4ss"},
+		{"git+https://ci:Wq7/Lm2+Zx9/Tk4=@github.com/acme/api.git", "Wq7/Lm2+Zx9/Tk4="},
+		{"REDIS_URL=redis://:Hk3Vt8Nc5Yq1@cache:6379/0", "Hk3Vt8Nc5Yq1"},
+		{"redis://:Zk3/Q9+abcXyZ12@cache:6379/0", "Zk3/Q9+abcXyZ12"},
+		// A path holding an @ after the host is not the password's.
+		{"https://deploy:Rul3Passw0rdXyz@registry.npmjs.org/@acme/api", "Rul3Passw0rdXyz"},
 		{"req.Header.Set(\"Authorization\", \"Basic YWRtaW46UzNjcjN0UGFzc3c=\")", "YWRtaW46UzNjcjN0UGFzc3c="},
 		{"authorization: Basic YWRtaW46c2VjcmV0cGFzcw==", "YWRtaW46c2VjcmV0cGFzcw=="},
 		// Opaque bearer and token credentials, and netrc passwords.
@@ -303,6 +311,11 @@ func TestCredentialsInURLsAndAuthorization(t *testing.T) {
 		"postgres://postgres:${DB_PASSWORD}@127.0.0.1:5432/app",
 		"redis://:{{ .Values.password }}@redis:6379",
 		"https://user:password@example.com/",
+		// A port, then a path holding an @.
+		"http://localhost:3000/node_modules/@vite/client",
+		"https://example.com:8443/users/@octocat/profile",
+		"see https://medium.com/@someone/post-123 and http://host:80/a/b/@c",
+		"cvs://:pserver:anoncvs@sources.redhat.com:/cvs/src",
 		"make run: using DATABASE_URL=postgres://postgres:***@127.0.0.1:5432/db",
 		"postgres://postgres@127.0.0.1:5432/codelotse",
 		`curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com`,
