@@ -48,6 +48,37 @@ func TestPasswordsOnCommandLines(t *testing.T) {
 		{`new UsernamePasswordCredentials("svc", "Hk3Vt8Nc5Yq1")`, "Hk3Vt8Nc5Yq1"},
 		{`return new PasswordAuthentication("svc", "Hk3Vt8Nc5Yq1".toCharArray());`, "Hk3Vt8Nc5Yq1"},
 		{`req.SetBasicAuth("svc", "Hk3Vt8Nc5Yq1")`, "Hk3Vt8Nc5Yq1"},
+		// Found by review: a quoted password runs to its closing quote,
+		// whatever shell characters it holds.
+		{"mysql -uroot -p'Zk3Q9abc&XyZ12;Lm' app", "Zk3Q9abc&XyZ12;Lm"},
+		{"mysql -uroot -p'Zk3Q9&abcXyZ12' app", "Zk3Q9&abcXyZ12"},
+		{"sshpass -p 'Zk3Q9abc|XyZ12' ssh deploy@host", "Zk3Q9abc|XyZ12"},
+		{"docker login -u bot --password 'Zk3Q9abc;XyZ12' ghcr.io", "Zk3Q9abc;XyZ12"},
+		{`mysql -p"Zk3Q9abc(XyZ)12" app`, "Zk3Q9abc(XyZ)12"},
+		{"mysql -p'correct horse battery staple' app", "correct horse battery staple"},
+		{"echo 'Zk3Q9&abcXyZ12' | docker login -u bot --password-stdin", "Zk3Q9&abcXyZ12"},
+		{"smbclient //srv/share -U 'admin%Zk3Q9abc&XyZ12'", "Zk3Q9abc&XyZ12"},
+		// Continuation lines, exec-form arrays, code spans, a line start.
+		{"mysql -h db \\\n  -u root \\\n  -pZk3Q9abcXyZ12 app", "Zk3Q9abcXyZ12"},
+		{"docker login \\\n  -u bot \\\n  -p Zk3Q9abcXyZ12Lm ghcr.io", "Zk3Q9abcXyZ12Lm"},
+		{"curl \\\n  -u admin:Zk3/Q9+abcXyZ12 https://api.example.com", "Zk3/Q9+abcXyZ12"},
+		{`test: ["CMD", "mysqladmin", "ping", "-h", "localhost", "-uroot", "-pZk3Q9abcXyZ12"]`, "Zk3Q9abcXyZ12"},
+		{"Run mysql with `-pZk3Q9abcXyZ12` once.", "Zk3Q9abcXyZ12"},
+		{"Use `--password Zk3Q9abcXyZ12` here.", "Zk3Q9abcXyZ12"},
+		{"docker login ghcr.io \\\n--username bot \\\n--password Zk3Q9abcXyZ12Lm", "Zk3Q9abcXyZ12Lm"},
+		// Other shapes.
+		{"smbclient //srv/share --user admin%Zk3Q9abcXyZ12", "Zk3Q9abcXyZ12"},
+		{"openssl pkcs12 -in a.p12 -passin 'pass:Zk3Q9abcXyZ12'", "Zk3Q9abcXyZ12"},
+		{"printf '%s' 'Zk3Q9abcXyZ12' | docker login ghcr.io -u bot --password-stdin", "Zk3Q9abcXyZ12"},
+		{"ldapsearch -x -D cn=admin,dc=acme -wZk3Q9abcXyZ12 -b dc=acme", "Zk3Q9abcXyZ12"},
+		{"keytool -importkeystore -srckeystore a.jks -srcstorepass Zk3Q9abcXyZ12 -destkeystore b.p12", "Zk3Q9abcXyZ12"},
+		{"jarsigner -keystore release.jks -storepass Hk3Vt8Nc5Yq1 app.apk release", "Hk3Vt8Nc5Yq1"},
+		{"auth=(username, 'Zk3Q9abcXyZ12')", "Zk3Q9abcXyZ12"},
+		{`req.SetBasicAuth(user, "Zk3Q9abcXyZ12")`, "Zk3Q9abcXyZ12"},
+		{`String c = Credentials.basic("svc", "Hk3Vt8Nc5Yq1");`, "Hk3Vt8Nc5Yq1"},
+		{`.defaultHeaders(h -> h.setBasicAuth("svc", "Hk3Vt8Nc5Yq1"))`, "Hk3Vt8Nc5Yq1"},
+		{`builder.basicAuthentication("svc", "Hk3Vt8Nc5Yq1")`, "Hk3Vt8Nc5Yq1"},
+		{`new NetworkCredential("svc", "Hk3Vt8Nc5Yq1")`, "Hk3Vt8Nc5Yq1"},
 	} {
 		out, _ := r.Redact(tc.in)
 		if strings.Contains(out, tc.secret) {
@@ -55,6 +86,20 @@ func TestPasswordsOnCommandLines(t *testing.T) {
 		}
 		if before := tc.in[:strings.Index(tc.in, tc.secret)]; !strings.HasPrefix(out, before) {
 			t.Errorf("%q lost its context: %q", tc.in, out)
+		}
+	}
+	// Redacting again changes nothing: another rule's placeholder is
+	// neither a user nor a password (curl -u [REDACTED:…], and
+	// redis://:[REDACTED:github-pat]@… once the user could be empty).
+	for _, in := range []string{
+		"REDIS_URL=redis://:ghp_Zk3Q9abcXyZ12Lm4Np7Qr2St5Uv8Wx0Yz3Ab@cache:6379/0",
+		"git clone https://x-access-token:ghp_Zk3Q9abcXyZ12Lm4Np7Qr2St5Uv8Wx0Yz3Ab@github.com/acme/api.git",
+		"git clone https://ghp_Zk3Q9abcXyZ12Lm4Np7Qr2St5Uv8Wx0Yz3Ab@github.com/acme/api.git",
+		"curl --cacert ca.crt -u elastic:Hk3Vt8Nc5Yq1 https://localhost:9200",
+	} {
+		once, _ := r.Redact(in)
+		if twice, _ := r.Redact(once); twice != once || strings.Contains(once, "[REDACTED:[REDACTED") {
+			t.Errorf("%q: %q, then %q", in, once, twice)
 		}
 	}
 	// Another rule's placeholder is not a user (curl -u [REDACTED:…]).
@@ -91,6 +136,24 @@ func TestPasswordsOnCommandLines(t *testing.T) {
 		`req.SetBasicAuth("Aladdin", "open sesame")`,
 		"openssl pkcs12 -in key.p12 -passin pass:notasecret -out key.pem -nodes",
 		"openssl pkcs12 -export -inkey k.pem -in c.pem -passout pass:sample",
+		// Found by review: another program on the line, flags without a
+		// value, port mappings, lists of schemes, template variables.
+		"gcc -I/usr/include/mysql -pthread -O2 -c db.c",
+		"gcc -I/usr/include/mariadb -pedantic -c db.c",
+		"docker run -d --name mongo -p 27017:27017 mongo:7",
+		"docker run --name mysql -e MYSQL_ALLOW_EMPTY_PASSWORD=yes -p3306:3306 mysql:8",
+		"docker login ghcr.io -u bot --password-stdin && docker run -p 8080:8080 app",
+		"ldapsearch -x -b dc=acme uid=jdoe | grep -w memberOf",
+		"ansible-playbook --ask-vault-pass playbooks/site.yml",
+		"ansible-playbook --ask-become-pass deploy/web.yml",
+		"psql --no-password postgres://app@db/app",
+		`pg_dump --no-password "host=db dbname=app"`,
+		"open http://[::1]:5173/@vite/client",
+		"auth = ['password', 'publickey']",
+		`auth = ("basic", "bearer")`,
+		`cmd = f"mysql -u{user} -p{password} {db}"`,
+		"system(\"mysql -u#{user} -p#{db_password} app\")",
+		"keytool -list -keystore a.jks -storepass:env KEYSTORE_PASSWORD",
 	} {
 		if out, _ := r.Redact(in); out != in {
 			t.Errorf("%q became %q", in, out)

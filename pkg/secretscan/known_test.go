@@ -316,6 +316,7 @@ func TestCredentialsInURLsAndAuthorization(t *testing.T) {
 		"https://example.com:8443/users/@octocat/profile",
 		"see https://medium.com/@someone/post-123 and http://host:80/a/b/@c",
 		"cvs://:pserver:anoncvs@sources.redhat.com:/cvs/src",
+		"// SHOULD be `https://REDACTED:REDACTED@www.example.com/`.",
 		"make run: using DATABASE_URL=postgres://postgres:***@127.0.0.1:5432/db",
 		"postgres://postgres@127.0.0.1:5432/codelotse",
 		`curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com`,
