@@ -24,7 +24,7 @@ type ruleSample struct {
 // generator (ruleSamples).
 var laterRules = map[string]bool{"url-credentials": true, "http-basic-authorization": true,
 	"http-bearer-authorization": true, "netrc-password": true, "command-line-password": true, "piped-password": true,
-	"password-option": true, "basic-auth-arguments": true}
+	"password-option": true, "basic-auth-arguments": true, "pass-assignment": true}
 
 var (
 	samplesOnce sync.Once
