@@ -16,7 +16,7 @@ import (
 func TestPasswordsOnCommandLines(t *testing.T) {
 	t.Parallel()
 	r := New()
-	for _, tc := range []struct{ in, secret string }{
+	checkOnlyValueRedacted(t, r, []credentialCase{
 		{"mysql -uroot -pZk3Q9abcXyZ12 app", "Zk3Q9abcXyZ12"},
 		{"mysql -h db -u root -p'Zk3/Q9+abcXyZ12' app", "Zk3/Q9+abcXyZ12"},
 		{"mysqldump -u root -p\"Hk3Vt8Nc5Yq1\" --all-databases", "Hk3Vt8Nc5Yq1"},
@@ -79,15 +79,7 @@ func TestPasswordsOnCommandLines(t *testing.T) {
 		{`.defaultHeaders(h -> h.setBasicAuth("svc", "Hk3Vt8Nc5Yq1"))`, "Hk3Vt8Nc5Yq1"},
 		{`builder.basicAuthentication("svc", "Hk3Vt8Nc5Yq1")`, "Hk3Vt8Nc5Yq1"},
 		{`new NetworkCredential("svc", "Hk3Vt8Nc5Yq1")`, "Hk3Vt8Nc5Yq1"},
-	} {
-		out, _ := r.Redact(tc.in)
-		if strings.Contains(out, tc.secret) {
-			t.Errorf("%q kept its secret: %q", tc.in, out)
-		}
-		if before := tc.in[:strings.Index(tc.in, tc.secret)]; !strings.HasPrefix(out, before) {
-			t.Errorf("%q lost its context: %q", tc.in, out)
-		}
-	}
+	})
 	// Redacting again changes nothing: another rule's placeholder is
 	// neither a user nor a password (curl -u [REDACTED:…], and
 	// redis://:[REDACTED:github-pat]@… once the user could be empty).
@@ -106,7 +98,7 @@ func TestPasswordsOnCommandLines(t *testing.T) {
 	if out, _ := r.Redact("curl --cacert ca.crt -u elastic:Hk3Vt8Nc5Yq1 https://localhost:9200"); strings.Count(out, "[REDACTED:") != 1 {
 		t.Errorf("curl -u: %q", out)
 	}
-	for _, in := range []string{
+	checkUnchanged(t, r, []string{
 		"mysql -h db -u root -p app",
 		`mysql -u root -p"$MYSQL_ROOT_PASSWORD" app`,
 		"mysql -u root -p<password> app",
@@ -154,9 +146,5 @@ func TestPasswordsOnCommandLines(t *testing.T) {
 		`cmd = f"mysql -u{user} -p{password} {db}"`,
 		"system(\"mysql -u#{user} -p#{db_password} app\")",
 		"keytool -list -keystore a.jks -storepass:env KEYSTORE_PASSWORD",
-	} {
-		if out, _ := r.Redact(in); out != in {
-			t.Errorf("%q became %q", in, out)
-		}
-	}
+	})
 }

@@ -67,3 +67,32 @@ func total(counts map[string]int) int {
 	}
 	return n
 }
+
+// credentialCase is an input holding one secret value.
+type credentialCase struct{ in, secret string }
+
+// checkOnlyValueRedacted: each input loses its secret and keeps everything
+// before it (the command, the header, the scheme, the key or the netrc
+// keywords stay).
+func checkOnlyValueRedacted(t *testing.T, r *Redactor, cases []credentialCase) {
+	t.Helper()
+	for _, tc := range cases {
+		out, _ := r.Redact(tc.in)
+		if strings.Contains(out, tc.secret) {
+			t.Errorf("%q kept its secret: %q", tc.in, out)
+		}
+		if before := tc.in[:strings.Index(tc.in, tc.secret)]; !strings.HasPrefix(out, before) {
+			t.Errorf("%q lost its context: %q", tc.in, out)
+		}
+	}
+}
+
+// checkUnchanged: each input comes back as it went in.
+func checkUnchanged(t *testing.T, r *Redactor, ins []string) {
+	t.Helper()
+	for _, in := range ins {
+		if out, _ := r.Redact(in); out != in {
+			t.Errorf("%q became %q", in, out)
+		}
+	}
+}
