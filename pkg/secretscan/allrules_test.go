@@ -24,7 +24,9 @@ type ruleSample struct {
 // generator (ruleSamples).
 var laterRules = map[string]bool{"url-credentials": true, "http-basic-authorization": true,
 	"http-bearer-authorization": true, "netrc-password": true, "command-line-password": true, "piped-password": true,
-	"password-option": true, "basic-auth-arguments": true, "pass-assignment": true}
+	"password-option": true, "basic-auth-arguments": true, "pass-assignment": true,
+	"secret-assignment": true, "secret-subscript": true, "secret-argument": true,
+	"secret-assignment-unquoted": true, "secret-query-parameter": true, "xml-config-secret": true, "discord-webhook": true, "pgpass-line": true, "chpasswd-password": true}
 
 var (
 	samplesOnce sync.Once

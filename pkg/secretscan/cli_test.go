@@ -148,3 +148,32 @@ func TestPasswordsOnCommandLines(t *testing.T) {
 		"keytool -list -keystore a.jks -storepass:env KEYSTORE_PASSWORD",
 	})
 }
+
+// TestPasswordsToKeyAndSecretCommands: a passphrase given to ssh-keygen -N,
+// a password to htpasswd -b, a plain-text string to PowerShell's
+// ConvertTo-SecureString, a secret's value to gh secret set --body. A
+// prompt, an empty passphrase and variables are kept.
+func TestPasswordsToKeyAndSecretCommands(t *testing.T) {
+	t.Parallel()
+	r := New()
+	checkOnlyValueRedacted(t, r, []credentialCase{
+		{"ssh-keygen -t ed25519 -N 'Zk3/Q9+abcXyZ12' -f deploy_key", "Zk3/Q9+abcXyZ12"},
+		{"ssh-keygen -p -P Hk3Vt8Nc5Yq1 -N Zk3Q9abcXyZ12 -f id_rsa", "Hk3Vt8Nc5Yq1"},
+		{"htpasswd -b .htpasswd admin Zk3Q9abcXyZ12", "Zk3Q9abcXyZ12"},
+		{"htpasswd -bcB /etc/nginx/.htpasswd admin 'Zk3&Q9abcXyZ12'", "Zk3&Q9abcXyZ12"},
+		{"htpasswd -nb admin Hk3Vt8Nc5Yq1 > auth", "Hk3Vt8Nc5Yq1"},
+		{`$pw = ConvertTo-SecureString "Zk3Q9abc!XyZ12" -AsPlainText -Force`, "Zk3Q9abc!XyZ12"},
+		{`ConvertTo-SecureString -String 'Hk3Vt8Nc5Yq1' -AsPlainText -Force`, "Hk3Vt8Nc5Yq1"},
+		{`gh secret set DEPLOY_TOKEN --body "Zk3Q9abcXyZ12Lm"`, "Zk3Q9abcXyZ12Lm"},
+		{"gh secret set API_KEY -b Hk3Vt8Nc5Yq1 --repo acme/api", "Hk3Vt8Nc5Yq1"},
+	})
+	checkUnchanged(t, r, []string{
+		`ssh-keygen -t ed25519 -N "" -f deploy_key`,
+		`ssh-keygen -N "$KEY_PASSPHRASE" -f key`,
+		"htpasswd -B -C 10 .htpasswd admin",
+		`htpasswd -nb admin "$ADMIN_PASSWORD"`,
+		"ConvertTo-SecureString $plain -AsPlainText -Force",
+		`gh secret set DEPLOY_TOKEN --body "$TOKEN"`,
+		"gh secret set DEPLOY_TOKEN < token.txt",
+	})
+}

@@ -1,0 +1,158 @@
+package secretscan
+
+import "testing"
+
+// TestSecretsUnderTheirKeys: a secret quoted after a subscript, a quoted key
+// or as a call's second argument, or holding punctuation (Django's
+// django-insecure- keys, WordPress's salts, Laravel's base64: keys), reached
+// agents: gitleaks' generic rule wants a bare key and a value of letters,
+// digits and . = - _. Code and text after such keys are kept.
+func TestSecretsUnderTheirKeys(t *testing.T) {
+	t.Parallel()
+	r := New()
+	checkOnlyValueRedacted(t, r, []credentialCase{
+		// Django, Flask and the environment from Python.
+		{`SECRET_KEY = 'django-insecure-7x!k2#f9q@z$w8&v^m3n(p)r=t+u_y-b0c4d6e1g5h'`, `django-insecure-7x!k2#f9q@z$w8&v^m3n(p)r=t+u_y-b0c4d6e1g5h`},
+		{`app.config['SECRET_KEY'] = 'Zq8Lr2Vm9Tx4Kc7Wn1Yb6Hs3'`, "Zq8Lr2Vm9Tx4Kc7Wn1Yb6Hs3"},
+		{`app.config["JWT_SECRET_KEY"]="Zq8Lr2Vm9Tx4Kc7Wn1Yb6Hs3"`, "Zq8Lr2Vm9Tx4Kc7Wn1Yb6Hs3"},
+		{`os.environ["DB_PASSWORD"] = "Hk3#Vt8Nc5&Yq1"`, "Hk3#Vt8Nc5&Yq1"},
+		{`os.environ.setdefault("DJANGO_SECRET_KEY", "k2#f9q@z$w8&v^m3n(p)r=t+u")`, "k2#f9q@z$w8&v^m3n(p)r=t+u"},
+		// WordPress's wp-config.php salts (a space is one of their characters).
+		{`define( 'AUTH_KEY',         'n+S0$]|+?N:Y8-x3LV>dF+e-Ua+~%6$?@VUOq![-u&aJ8ngFJ@1b?c<C>X;e2*g]' );`, `n+S0$]|+?N:Y8-x3LV>dF+e-Ua+~%6$?@VUOq![-u&aJ8ngFJ@1b?c<C>X;e2*g]`},
+		{`define('NONCE_SALT', 'Q/ 9v<.K}yO|x4+n#Ew2@Lr8^Tb6&Gm0');`, "Q/ 9v<.K}yO|x4+n#Ew2@Lr8^Tb6&Gm0"},
+		{`putenv("API_TOKEN", "Zq8Lr2Vm9Tx4!Kc7Wn1Yb6Hs3");`, "Zq8Lr2Vm9Tx4!Kc7Wn1Yb6Hs3"},
+		// PHP, Ruby, JavaScript, Go and YAML with punctuation in the value.
+		{`'password' => 'p@ss!W0rd#2024',`, "p@ss!W0rd#2024"},
+		{`:secret_key_base => "5f2a9c8e!7d6b4a3f1e0d9c8b",`, "5f2a9c8e!7d6b4a3f1e0d9c8b"},
+		{"const config = { apiKey: `Zq8Lr2Vm9Tx4+Kc7Wn1Yb6Hs3/` };", "Zq8Lr2Vm9Tx4+Kc7Wn1Yb6Hs3/"},
+		{`	ClientSecret: "Hk3Vt8Nc5Yq1!x",`, "Hk3Vt8Nc5Yq1!x"},
+		{"const (\n\tAppSecret                 = \"Hk3Vt8Nc5Yq1!x\"\n)", "Hk3Vt8Nc5Yq1!x"},
+		{`  passphrase: "Zq8Lr2&Vm9Tx4"`, "Zq8Lr2&Vm9Tx4"},
+		// Env files and YAML: unquoted on a line of its own.
+		{"APP_KEY=base64:Xk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rs=", "base64:Xk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rs="},
+		{"DEBUG=false\nSECRET_KEY=django-insecure-k2#f9q@z$w8&v^m3n\nALLOWED_HOSTS=*", "django-insecure-k2#f9q@z$w8&v^m3n"},
+		{"export JWT_SECRET=Hk3Vt8Nc5Yq1!x@Zq8", "Hk3Vt8Nc5Yq1!x@Zq8"},
+		{"  session_secret: Hk3Vt8Nc5Yq1!x@Zq8 ", "Hk3Vt8Nc5Yq1!x@Zq8"},
+		{"KEYSTORE_PASSPHRASE=Xk9Lm2Pq7Rt4Vz8N", "Xk9Lm2Pq7Rt4Vz8N"},
+		// In a URL's query the value ends at & or #; elsewhere & is part of it.
+		{"GET /cb?state=1&client_secret=Zq8!Lr2Vm9Tx4&page=2 returned 200", "Zq8!Lr2Vm9Tx4"},
+	})
+	if out, _ := r.Redact("GET /cb?client_secret=Zq8!Lr2Vm9Tx4&page=2 returned 200"); out != "GET /cb?client_secret=[REDACTED:secret-query-parameter]&page=2 returned 200" {
+		t.Errorf("query: %q", out)
+	}
+	if out, _ := r.Redact("SECRET_KEY=k2#f9q@z$w8&v^m3n\n"); out != "SECRET_KEY=[REDACTED:secret-assignment-unquoted]\n" {
+		t.Errorf("env file: %q", out)
+	}
+	checkUnchanged(t, r, []string{
+		// Text: i18n messages, prose in Markdown.
+		`"password_too_common": "This password is too common, pick another one.",`,
+		`"tokenExpired": "Your session token has expired. Please sign in again."`,
+		`tokenError(w, status, "incorrect_client_credentials", "The client_id and/or client_secret passed are incorrect.")`,
+		"The first tenant and token: `kubectl run -it --rm cltctl --command -- cltctl tenant create`",
+		"`--password-stdin`, `--password-file`, `--no-password`",
+		// Code after the key: regular expressions, SQL, calls, names, paths, URLs.
+		`PASSWORD_PATTERN = "^(?=.*[A-Z])(?=.*\\d)[A-Za-z\\d@$!%*#?&]{8,}$"`,
+		`"tokenPattern": "[A-Za-z0-9_-]{20,}"`,
+		"const secretsLock = `hashtextextended('secret_fingerprints ' || $1, 0)`",
+		"cred.CredentialBlob = (LPVOID)password;",
+		"salt = bcrypt.gensalt(rounds=12)",
+		"token=req.query.token;",
+		"  secret: process.env.SESSION_SECRET",
+		`PASSWORD_HASHERS = "django.contrib.auth.hashers.PBKDF2PasswordHasher"`,
+		`TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"`,
+		`secret_ref: "projects/my-proj/secrets/db-password/versions/latest"`,
+		`token_url: "https://oauth2.googleapis.com/token"`,
+		`SECRET_KEY = "{{ django_secret_key }}"`,
+		`SECRET_KEY = "%(secret)s-%(env)s"`,
+		`'password' => env('DB_PASSWORD', ''),`,
+		`password: "%s:%s@%s"`,
+		`"token: " + token + " (rotate)"`,
+		`"export GITHUB_TOKEN=" + token[:10] + "\u00ad"`,
+		`{"secret", "token", "password", "api-key-header"}`,
+		`form("/t/acme/mcp/tokens", "name=ok&expires_days=30")`,
+		`fail(ErrIDToken, "the token response has no id_token (is the openid scope granted?)")`,
+		`ftp_passwd="anonymous@example.org"`,
+		`credentials: "same-origin",`,
+		`token_type: 'bearer_token'`,
+		`CACHE_KEY = "user:%d:profile:v2"`,
+		`sort_key: "created_at:desc"`,
+		// Found by redacting the Go tree, the module cache, Python, Perl
+		// and npm: names, escapes, kwargs, keys about a secret.
+		`outToken: "client-valid-token-1",`,
+		`InsecureKeyExchangeDH1SHA1   = "diffie-hellman-group1-sha1"`,
+		`const privateKeyAuthMagic = "openssh-key-v1\x00"`,
+		"output = token.close = `)$))${extglobStar}`;",
+		`    private_key: "_RSAPrivateKey",`,
+		"                request_token=request.resource_owner_key):",
+		"                default_token_type=self.bearer)",
+		`        Token.Comment: "italic #A3AAB2",`,
+		`'Unknown TAP token: "' . $unk->raw . '"' );`,
+		`'ispsalterpahlavi' => 'Scx/Phlp',`,
+		`"salt":                                 "\U0001f9c2",`,
+		`const _token_name = "EOFnameliteralopop=opop=:=<-*([{)]},;:....breakcasechan"`,
+		`withCredentials([usernamePassword(credentialsId: '29f63271-dc2f-4734-8221-5b31b5169bac')])`,
+		`SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:db-AbCdEf"`,
+	})
+}
+
+// TestXMLConfigSecrets: .NET's appSettings, Spring's bean properties and
+// Java's XML properties hold secrets in a value whose key names one.
+func TestXMLConfigSecrets(t *testing.T) {
+	t.Parallel()
+	r := New()
+	checkOnlyValueRedacted(t, r, []credentialCase{
+		{`<add key="ApiKey" value="Xk9Lm2Pq7Rt4Vz8NXk9Lm2Pq" />`, "Xk9Lm2Pq7Rt4Vz8NXk9Lm2Pq"},
+		{`    <add key="Smtp:Password" value="Hk3#Vt8Nc5&amp;Yq1"/>`, "Hk3#Vt8Nc5&amp;Yq1"},
+		{`<property name="password" value="Zq8Lr2!Vm9Tx4"/>`, "Zq8Lr2!Vm9Tx4"},
+		{`<entry key="db.password">Zq8Lr2!Vm9Tx4</entry>`, "Zq8Lr2!Vm9Tx4"},
+		{`<param name="client_secret" value="Zq8Lr2Vm9Tx4Kc7Wn1Yb6Hs3"/>`, "Zq8Lr2Vm9Tx4Kc7Wn1Yb6Hs3"},
+	})
+	checkUnchanged(t, r, []string{
+		`<add key="ClientValidationEnabled" value="true" />`,
+		`<property name="password" value="${db.password}"/>`,
+		`<property name="passwordEncoder" ref="bcryptEncoder"/>`,
+		`<property name="passwordEncoder" value="org.springframework.security.crypto.bcrypt.BCryptPasswordEncoder"/>`,
+		`<add key="TokenLifetime" value="00:30:00" />`,
+		`<entry key="token.header">Authorization</entry>`,
+	})
+}
+
+// TestPasswordFilesAndWebhooks: a PostgreSQL password file's line, a
+// password echoed into chpasswd, a Discord webhook.
+func TestPasswordFilesAndWebhooks(t *testing.T) {
+	t.Parallel()
+	r := New()
+	checkOnlyValueRedacted(t, r, []credentialCase{
+		{"db.example.com:5432:appdb:appuser:Xk9Lm2Pq7Rt4Vz8N", "Xk9Lm2Pq7Rt4Vz8N"},
+		{"localhost:*:*:postgres:Hk3#Vt8N\\:c5Yq1\n", `Hk3#Vt8N\:c5Yq1`},
+		{`RUN echo "db:6432:app:app:Zq8Lr2Vm9Tx4" > ~/.pgpass`, "Zq8Lr2Vm9Tx4"},
+		{`RUN echo 'deploy:Zq8Lr2!Vm9Tx4' | chpasswd && apt-get clean`, "Zq8Lr2!Vm9Tx4"},
+		{"echo root:Hk3Vt8Nc5Yq1 | sudo chpasswd", "Hk3Vt8Nc5Yq1"},
+		{"https://discord.com/api/webhooks/123456789012345678/Xk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9L", "Xk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9L"},
+	})
+	checkUnchanged(t, r, []string{
+		"root:x:0:0:root:/root:/bin/bash",
+		"localhost:5432:*:postgres:${PGPASSWORD}",
+		"db:5432:app:app:*",
+		"2001:db8:5432:1:abcdef",
+		`echo "$USER:$PASSWORD" | chpasswd`,
+		"https://discord.com/api/webhooks/{webhook_id}/{webhook_token}",
+	})
+}
+
+// TestSecretsStartingLikePaths: a generated value may start with / . or ~
+// (WordPress's salts do); only a whole path is kept.
+func TestSecretsStartingLikePaths(t *testing.T) {
+	t.Parallel()
+	r := New()
+	checkOnlyValueRedacted(t, r, []credentialCase{
+		{`define('SECURE_AUTH_SALT', '/Q9v<.K}yO|x4+n#Ew2@Lr8^Tb6&Gm0');`, "/Q9v<.K}yO|x4+n#Ew2@Lr8^Tb6&Gm0"},
+		{`define('LOGGED_IN_KEY', '.k#9v<K}yO|x4+n#Ew2@Lr8^Tb6&Gm0');`, ".k#9v<K}yO|x4+n#Ew2@Lr8^Tb6&Gm0"},
+		{`SECRET_KEY = "~Zq8!Lr2Vm9Tx4Kc7Wn1"`, "~Zq8!Lr2Vm9Tx4Kc7Wn1"},
+	})
+	checkUnchanged(t, r, []string{
+		`TOKEN_PATH = "~/.config/gh/hosts.yml"`,
+		`SECRET_FILE = "../secrets/dev.env"`,
+		`password_file: ".htpasswd"`,
+	})
+}
