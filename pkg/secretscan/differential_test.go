@@ -180,6 +180,12 @@ func TestWindowsMatchGitleaks(t *testing.T) {
 		mine := map[string]bool{}
 		sc := new(scratch)
 		for _, sp := range strict.find(in, sc) {
+			if sp.encoded {
+				// Found in a base64 or hex value's decoded text, which
+				// DetectString does not read: the span is the encoded
+				// run, not a secret gitleaks could name.
+				continue
+			}
 			mine[key(strict.rules[sp.rule].id, in[sp.start:sp.end])] = true
 		}
 		theirs := map[string]bool{}

@@ -1,6 +1,10 @@
 package secretscan
 
-import "testing"
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
 
 // TestSecretsUnderTheirKeys: a secret quoted after a subscript, a quoted key
 // or as a call's second argument, or holding punctuation (Django's
@@ -34,11 +38,41 @@ func TestSecretsUnderTheirKeys(t *testing.T) {
 		{"export JWT_SECRET=Hk3Vt8Nc5Yq1!x@Zq8", "Hk3Vt8Nc5Yq1!x@Zq8"},
 		{"  session_secret: Hk3Vt8Nc5Yq1!x@Zq8 ", "Hk3Vt8Nc5Yq1!x@Zq8"},
 		{"KEYSTORE_PASSPHRASE=Xk9Lm2Pq7Rt4Vz8N", "Xk9Lm2Pq7Rt4Vz8N"},
+		// Found by an independent review: keys whose alphabet holds % ( ) { -
+		// (a format allowlist, a template allowlist, an option allowlist and
+		// the unquoted value's end used to keep or cut them).
+		{`SECRET_KEY = 'django-insecure-8t2+p=-#7n&_%5#q!=%+sf5ej7gtzvn_9@fk4i5pf__k0(huwy'`, "django-insecure-8t2+p=-#7n&_%5#q!=%+sf5ej7gtzvn_9@fk4i5pf__k0(huwy"},
+		{"DJANGO_SECRET_KEY=!d_z(gw=i#bh(_j5rs!7br360r3)grup&082ffzi+pufoik30o", "!d_z(gw=i#bh(_j5rs!7br360r3)grup&082ffzi+pufoik30o"},
+		{"DJANGO_SECRET_KEY=q1-e%7t@_nt2va2&i4o7$4j1@yz$(i&)4@4oxh40+11h*$ursc", "q1-e%7t@_nt2va2&i4o7$4j1@yz$(i&)4@4oxh40+11h*$ursc"},
+		{"define( 'AUTH_SALT', 'N#zU?@w`l?u/f2K,%Ts`Z>K=[<S$b?J4_s$|rJ3brBhuGVPEHL;[:9wYuJEIf6AM' );", "N#zU?@w`l?u/f2K,%Ts`Z>K=[<S$b?J4_s$|rJ3brBhuGVPEHL;[:9wYuJEIf6AM"},
+		{"define( 'AUTH_SALT', '{#Oilseu1y;H2>@gp:uZ;:2uRV*87{9t/~`iIm4#snbGC+ka-|1z&mlj5v-T9|Fg' );", "{#Oilseu1y;H2>@gp:uZ;:2uRV*87{9t/~`iIm4#snbGC+ka-|1z&mlj5v-T9|Fg"},
+		{"define( 'LOGGED_IN_SALT', '-MccTu2}7UggVKsbS^0%AZ!x4+n#Ew2@Lr8^Tb6&Gm0' );", "-MccTu2}7UggVKsbS^0%AZ!x4+n#Ew2@Lr8^Tb6&Gm0"},
+		// Deep YAML, list items, several assignments on a line, commands.
+		{"          password: Zq8L!r2Vm9Tx4Kc7", "Zq8L!r2Vm9Tx4Kc7"},
+		{"            - DB_PASSWORD=Hk3#Vt8Nc5&Yq1", "Hk3#Vt8Nc5&Yq1"},
+		{"ENV JWT_SECRET=Zq8L!r2Vm9Tx4Kc7", "Zq8L!r2Vm9Tx4Kc7"},
+		{"docker run -e DB_PASSWORD=Hk3#Vt8Nc5&Yq1 postgres", "Hk3#Vt8Nc5&Yq1"},
+		{"kubectl create secret generic db --from-literal=password=Hk3#Vt8Nc5Yq1", "Hk3#Vt8Nc5Yq1"},
+		{"spring.datasource.password=Hk3#Vt8Nc5&Yq1", "Hk3#Vt8Nc5&Yq1"},
+		{"jwt.secret=Zq8L!r2Vm9Tx4Kc7,other", "Zq8L!r2Vm9Tx4Kc7"},
+		// Type annotations, literal prefixes, fallbacks.
+		{`    SECRET_KEY: str = "Zq8L!r2Vm9Tx4Kc7"`, "Zq8L!r2Vm9Tx4Kc7"},
+		{`let token: &str = "Zq8L!r2Vm9Tx4Kc7";`, "Zq8L!r2Vm9Tx4Kc7"},
+		{`SECRET_KEY = b'_5#y2L"F4Q8z]/x!'`, `_5#y2L"F4Q8z]/x!`},
+		{`password = @"Zq8L!r2Vm9Tx4Kc7";`, "Zq8L!r2Vm9Tx4Kc7"},
+		{`SECRET_KEY = env("SECRET_KEY", default="django-insecure-7x!k2#f9q@z$w8&v^m3n")`, "django-insecure-7x!k2#f9q@z$w8&v^m3n"},
+		{`const JWT_SECRET = process.env.JWT_SECRET || 'Zq8L!r2Vm9Tx4Kc7';`, "Zq8L!r2Vm9Tx4Kc7"},
+		{`MYSQL_ROOT_PASSWORD: "p@ssw0rd!"`, "p@ssw0rd!"},
 		// In a URL's query the value ends at & or #; elsewhere & is part of it.
 		{"GET /cb?state=1&client_secret=Zq8!Lr2Vm9Tx4&page=2 returned 200", "Zq8!Lr2Vm9Tx4"},
 	})
 	if out, _ := r.Redact("GET /cb?client_secret=Zq8!Lr2Vm9Tx4&page=2 returned 200"); out != "GET /cb?client_secret=[REDACTED:secret-query-parameter]&page=2 returned 200" {
 		t.Errorf("query: %q", out)
+	}
+	// Two on a line: the first value's end (the space) is its match's, as
+	// in gitleaks, so a second key needs another separator before it.
+	if out, _ := r.Redact("docker run -e API_TOKEN=Zq8L!r2Vm9Tx4Kc7 -e DB_PASSWORD=Hk3#Vt8Nc5Yq1 app"); out != "docker run -e API_TOKEN=[REDACTED:secret-assignment-unquoted] -e DB_PASSWORD=[REDACTED:secret-assignment-unquoted] app" {
+		t.Errorf("two on a line: %q", out)
 	}
 	if out, _ := r.Redact("SECRET_KEY=k2#f9q@z$w8&v^m3n\n"); out != "SECRET_KEY=[REDACTED:secret-assignment-unquoted]\n" {
 		t.Errorf("env file: %q", out)
@@ -92,7 +126,43 @@ func TestSecretsUnderTheirKeys(t *testing.T) {
 		`const _token_name = "EOFnameliteralopop=opop=:=<-*([{)]},;:....breakcasechan"`,
 		`withCredentials([usernamePassword(credentialsId: '29f63271-dc2f-4734-8221-5b31b5169bac')])`,
 		`SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:db-AbCdEf"`,
+		// Found by the independent review.
+		`'password' => 'required|string|min:8|confirmed',`,
+		`'token' => 'sometimes|uuid|exists:api_tokens',`,
+		`'current_password' => 'required|current_password:api',`,
+		`"password": "Contraseña:",`,
+		`"token": "Jeton d’accès",`,
+		"credentials: gcp:projects/my-proj/secrets/db",
+		"api_key_source: header:X-Api-Key",
+		"CREDENTIALS=file:./creds.json",
+		"SECRETS_BACKEND=aws:secretsmanager",
+		"DB_PASSWORD=vault:secret/data/db#password",
+		`"logMessage": "token: expired"`,
+		// Found by redacting the module cache after the unquoted rule
+		// read "key = value" and brackets: code.
+		"\td.tokens = d.tokens[:0]",
+		"\t\tCredential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)},",
+		"\tTlsCertificateSdsSecretConfigs: []*v3tlspb.SdsSecretConfig{",
+		"const UNEXPECTED_TOKEN = /^Unexpected token '?(.)'?(,)? /i",
+		`print(f"password={password}")`,
+		// The same walk over a larger module cache.
+		"\t\t\t\tClientSecret: *idpClientSecret,",
+		`TokenTypeIDToken = "urn:ietf:params:oauth:token-type:id_token"`,
+		"Token: `urn:uuid:f81d4fae-7dec-11d0-a765-00a0c91e6bf6`,",
+		`"token_scopes": "gist,repo:read",`,
+		`whenTokenLookup: "header:X-CSRF-Token,form:csrf",`,
+		"tokenResponseBody := `{\"access_token\":\"Sample.Access.Token\",\"token_type\":\"Bearer\"}`",
+		`"token_expiry": "2015-01-09T00:51:51Z",`,
+		`repeatedStringForTokenRequests := "[]TokenRequest{"`,
+		"#SALT=`date '+%Y%M%d%h%m%s'`",
+		"`password:`, a key after `api_key =`) and from then on",
+		`want := ` + "`" + `github.Import{VCSURL:"", VCSPassword:"", UseLFS:"", Status:""}` + "`",
 	})
+	// A form body that starts with a secret's key loses its later fields
+	// too (stopping at & would show the rest of a Django key).
+	if out, _ := r.Redact(`"client_secret=S3cr!tXyZ9&grant_type=client_credentials"`); out != `"client_secret=[REDACTED:secret-assignment-unquoted]"` {
+		t.Errorf("form body: %q", out)
+	}
 }
 
 // TestXMLConfigSecrets: .NET's appSettings, Spring's bean properties and
@@ -106,6 +176,8 @@ func TestXMLConfigSecrets(t *testing.T) {
 		{`<property name="password" value="Zq8Lr2!Vm9Tx4"/>`, "Zq8Lr2!Vm9Tx4"},
 		{`<entry key="db.password">Zq8Lr2!Vm9Tx4</entry>`, "Zq8Lr2!Vm9Tx4"},
 		{`<param name="client_secret" value="Zq8Lr2Vm9Tx4Kc7Wn1Yb6Hs3"/>`, "Zq8Lr2Vm9Tx4Kc7Wn1Yb6Hs3"},
+		{`<add key='ApiKey' value='Zq8Lr2Vm9Tx4Kc7Wn1'/>`, "Zq8Lr2Vm9Tx4Kc7Wn1"},
+		{`<property name="password"><value>Zq8Lr2!Vm9Tx4</value></property>`, "Zq8Lr2!Vm9Tx4"},
 	})
 	checkUnchanged(t, r, []string{
 		`<add key="ClientValidationEnabled" value="true" />`,
@@ -114,6 +186,9 @@ func TestXMLConfigSecrets(t *testing.T) {
 		`<property name="passwordEncoder" value="org.springframework.security.crypto.bcrypt.BCryptPasswordEncoder"/>`,
 		`<add key="TokenLifetime" value="00:30:00" />`,
 		`<entry key="token.header">Authorization</entry>`,
+		`<add key="PasswordResetTemplate" value="Templates\Email\PasswordReset.cshtml" />`,
+		`<param name="tokenFormat" value="yyyy-MM-dd'T'HH:mm:ss"/>`,
+		`<entry key="password.policy">min=8;upper=1</entry>`,
 	})
 }
 
@@ -128,10 +203,14 @@ func TestPasswordFilesAndWebhooks(t *testing.T) {
 		{`RUN echo "db:6432:app:app:Zq8Lr2Vm9Tx4" > ~/.pgpass`, "Zq8Lr2Vm9Tx4"},
 		{`RUN echo 'deploy:Zq8Lr2!Vm9Tx4' | chpasswd && apt-get clean`, "Zq8Lr2!Vm9Tx4"},
 		{"echo root:Hk3Vt8Nc5Yq1 | sudo chpasswd", "Hk3Vt8Nc5Yq1"},
+		{`echo "deploy:Zq8Lr2Vm9Tx4" | /usr/sbin/chpasswd`, "Zq8Lr2Vm9Tx4"},
+		{`echo "${USER}:Zq8Lr2Vm9Tx4" | sudo -S chpasswd`, "Zq8Lr2Vm9Tx4"},
 		{"https://discord.com/api/webhooks/123456789012345678/Xk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9L", "Xk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9L"},
 	})
 	checkUnchanged(t, r, []string{
 		"root:x:0:0:root:/root:/bin/bash",
+		`perm = "user:*:accounts:read:balance-sheet"`,
+		"LOG 10.0.0.1:5432:postgres:replication:streaming",
 		"localhost:5432:*:postgres:${PGPASSWORD}",
 		"db:5432:app:app:*",
 		"2001:db8:5432:1:abcdef",
@@ -155,4 +234,55 @@ func TestSecretsStartingLikePaths(t *testing.T) {
 		`SECRET_FILE = "../secrets/dev.env"`,
 		`password_file: ".htpasswd"`,
 	})
+}
+
+// TestGeneratedFrameworkKeys: keys drawn from Django's and WordPress's own
+// alphabets (seeded, so the same every run) are redacted whole where those
+// frameworks write them. An independent review found about one Django key
+// in seven kept in settings.py and most kept or cut in env files.
+func TestGeneratedFrameworkKeys(t *testing.T) {
+	t.Parallel()
+	r := New()
+	rng := rand.New(rand.NewPCG(11, 12))
+	gen := func(alphabet string, n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	// django.core.management.utils.get_random_secret_key.
+	const django = "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*(-_=+)"
+	for i := 0; i < 300; i++ {
+		key := "django-insecure-" + gen(django, 50)
+		for _, in := range []string{
+			"SECRET_KEY = '" + key + "'\n",
+			"DJANGO_SECRET_KEY=" + key + "\n",
+			"  DJANGO_SECRET_KEY: " + key + "\n",
+		} {
+			if out, _ := r.Redact(in); strings.Contains(out, key[16:26]) || strings.Contains(out, key[len(key)-10:]) {
+				t.Errorf("Django key shown: %q -> %q", in, out)
+			}
+		}
+	}
+	// wp_generate_password(64, true, true), as wp-config.php's salts. A
+	// salt with a space and two runs of four lower-case letters reads as
+	// text (the prose allowlist); that share is counted, never a cut.
+	const wp = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!@#$%^&*()-_ []{}<>~`+=,.;:/?|"
+	kept := 0
+	for i := 0; i < 300; i++ {
+		salt := gen(wp, 64)
+		in := "define( 'AUTH_SALT', '" + salt + "' );"
+		out, _ := r.Redact(in)
+		switch {
+		case out == in:
+			kept++
+		case strings.Contains(out, salt[:12]) || strings.Contains(out, salt[len(salt)-12:]):
+			t.Errorf("salt cut: %q -> %q", in, out)
+		}
+	}
+	if kept > 15 {
+		t.Errorf("%d of 300 WordPress salts kept, want at most 15", kept)
+	}
+	t.Logf("%d of 300 WordPress salts kept", kept)
 }
