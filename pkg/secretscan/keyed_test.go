@@ -32,7 +32,7 @@ func TestSecretsUnderTheirKeys(t *testing.T) {
 		{`	ClientSecret: "Hk3Vt8Nc5Yq1!x",`, "Hk3Vt8Nc5Yq1!x"},
 		{"const (\n\tAppSecret                 = \"Hk3Vt8Nc5Yq1!x\"\n)", "Hk3Vt8Nc5Yq1!x"},
 		{`  passphrase: "Zq8Lr2&Vm9Tx4"`, "Zq8Lr2&Vm9Tx4"},
-		// Env files and YAML: unquoted on a line of its own.
+		// Env files and YAML, unquoted.
 		{"APP_KEY=base64:Xk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rs=", "base64:Xk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rt4Vz8NXk9Lm2Pq7Rs="},
 		{"DEBUG=false\nSECRET_KEY=django-insecure-k2#f9q@z$w8&v^m3n\nALLOWED_HOSTS=*", "django-insecure-k2#f9q@z$w8&v^m3n"},
 		{"export JWT_SECRET=Hk3Vt8Nc5Yq1!x@Zq8", "Hk3Vt8Nc5Yq1!x@Zq8"},
@@ -47,7 +47,7 @@ func TestSecretsUnderTheirKeys(t *testing.T) {
 		{"define( 'AUTH_SALT', 'N#zU?@w`l?u/f2K,%Ts`Z>K=[<S$b?J4_s$|rJ3brBhuGVPEHL;[:9wYuJEIf6AM' );", "N#zU?@w`l?u/f2K,%Ts`Z>K=[<S$b?J4_s$|rJ3brBhuGVPEHL;[:9wYuJEIf6AM"},
 		{"define( 'AUTH_SALT', '{#Oilseu1y;H2>@gp:uZ;:2uRV*87{9t/~`iIm4#snbGC+ka-|1z&mlj5v-T9|Fg' );", "{#Oilseu1y;H2>@gp:uZ;:2uRV*87{9t/~`iIm4#snbGC+ka-|1z&mlj5v-T9|Fg"},
 		{"define( 'LOGGED_IN_SALT', '-MccTu2}7UggVKsbS^0%AZ!x4+n#Ew2@Lr8^Tb6&Gm0' );", "-MccTu2}7UggVKsbS^0%AZ!x4+n#Ew2@Lr8^Tb6&Gm0"},
-		// Deep YAML, list items, several assignments on a line, commands.
+		// Deep YAML, list items, commands and flags before the assignment.
 		{"          password: Zq8L!r2Vm9Tx4Kc7", "Zq8L!r2Vm9Tx4Kc7"},
 		{"            - DB_PASSWORD=Hk3#Vt8Nc5&Yq1", "Hk3#Vt8Nc5&Yq1"},
 		{"ENV JWT_SECRET=Zq8L!r2Vm9Tx4Kc7", "Zq8L!r2Vm9Tx4Kc7"},
