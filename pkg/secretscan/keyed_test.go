@@ -286,3 +286,38 @@ func TestGeneratedFrameworkKeys(t *testing.T) {
 	}
 	t.Logf("%d of 300 WordPress salts kept", kept)
 }
+
+// TestKeyRulesShareTheirKey: the five key rules are one rule split by shape
+// (TOML has no variables), so their key expression, keywords, entropy and
+// tags are copies; an edit to one copy alone would make the shapes disagree
+// on which keys name a secret.
+func TestKeyRulesShareTheirKey(t *testing.T) {
+	t.Parallel()
+	rs, err := rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"secret-assignment", "secret-subscript", "secret-argument", "secret-assignment-unquoted", "secret-query-parameter"}
+	first := rs.cfg.Rules[ids[0]]
+	src := first.Regex.String()
+	const start, end = `(?i:(?:[\w.-]{0,40}?(?:secret`, `[\w-]{0,24}?)`
+	i := strings.Index(src, start)
+	j := strings.Index(src[max(i, 0):], end)
+	if i < 0 || j < 0 {
+		t.Fatalf("%s: no key expression in %q", ids[0], src)
+	}
+	key := src[i : i+j+len(end)]
+	for _, id := range ids[1:] {
+		cr, ok := rs.cfg.Rules[id]
+		if !ok {
+			t.Fatalf("no rule %s", id)
+		}
+		if !strings.Contains(cr.Regex.String(), key) {
+			t.Errorf("%s: its key expression differs from %s's %q", id, ids[0], key)
+		}
+		if strings.Join(cr.Keywords, ",") != strings.Join(first.Keywords, ",") || cr.Entropy != first.Entropy ||
+			strings.Join(cr.Tags, ",") != strings.Join(first.Tags, ",") {
+			t.Errorf("%s: keywords, entropy or tags differ from %s's", id, ids[0])
+		}
+	}
+}
